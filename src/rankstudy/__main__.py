@@ -1,0 +1,3 @@
+from rankstudy.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,55 @@
+"""Atomic outputs: write to a temporary sibling, rename into place on success.
+
+A killed or failing step therefore never leaves a half-written file or directory under
+the final name (Snakemake would otherwise treat it as complete on a later run).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import tempfile
+from pathlib import Path
+from typing import IO, Iterator
+
+
+@contextlib.contextmanager
+def atomic_path(path: str | os.PathLike, directory: bool = False) -> Iterator[Path]:
+    """Yield a temporary path next to ``path``; move it to ``path`` if the block succeeds.
+
+    With ``directory=True`` the temporary path is an (empty) directory and replaces any
+    existing directory at ``path``.
+    """
+    final = Path(path)
+    final.parent.mkdir(parents=True, exist_ok=True)
+    if directory:
+        tmp = Path(tempfile.mkdtemp(prefix=f".{final.name}.", suffix=".tmp", dir=final.parent))
+    else:
+        fd, name = tempfile.mkstemp(prefix=f".{final.name}.", suffix=".tmp", dir=final.parent)
+        os.close(fd)
+        tmp = Path(name)
+    try:
+        yield tmp
+        if directory:
+            if final.exists():
+                shutil.rmtree(final)
+            os.replace(tmp, final)
+        else:
+            os.replace(tmp, final)
+    except BaseException:
+        if tmp.is_dir():
+            shutil.rmtree(tmp, ignore_errors=True)
+        else:
+            tmp.unlink(missing_ok=True)
+        raise
+
+
+@contextlib.contextmanager
+def atomic_open(path: str | os.PathLike, mode: str = "w", encoding: str | None = "utf-8") -> Iterator[IO]:
+    """Open a temporary file for writing; it becomes ``path`` only when the block succeeds."""
+    if "b" in mode:
+        encoding = None
+    with atomic_path(path) as tmp:
+        with open(tmp, mode, encoding=encoding) as handle:
+            yield handle

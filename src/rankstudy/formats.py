@@ -1,0 +1,180 @@
+"""The study's text formats (see docs/formats.md) — the only module that parses them.
+
+| artifact   | line format                          |
+|------------|--------------------------------------|
+| collection | ``docid<TAB>text``                   |
+| queries    | ``qid<TAB>text``                     |
+| qrels      | ``qid 0 docid rel`` (rel: integer)   |
+| run        | ``qid Q0 docid rank score tag``      |
+
+Every reader reports a malformed line as ``FormatError`` naming the file, the 1-based line
+number, what was expected and what was found. Every writer is atomic (temp file + rename).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+from pathlib import Path
+from typing import Iterable, Iterator, Mapping, Sequence
+
+from rankstudy.atomic import atomic_open
+from rankstudy.errors import StudyError
+
+Qrels = dict[str, dict[str, int]]
+Run = dict[str, list[tuple[str, float]]]
+
+_ID = re.compile(r"^\S+$")
+_WHITESPACE = re.compile(r"[\t\r\n]+")
+
+
+class FormatError(StudyError, ValueError):
+    """A line of an input file does not have the expected format."""
+
+    def __init__(self, path: str | os.PathLike, line: int | None, expected: str, got: str | None = None):
+        self.path, self.line, self.expected, self.got = str(path), line, expected, got
+        where = f"{path}:{line}" if line is not None else str(path)
+        message = f"{where}: expected {expected}"
+        if got is not None:
+            shown = got if len(got) <= 120 else got[:117] + "..."
+            message += f"; got {shown!r}"
+        super().__init__(message)
+
+
+def clean_text(text: str) -> str:
+    """Replace tabs and line breaks so a text fits on one TSV line."""
+    return _WHITESPACE.sub(" ", text).strip()
+
+
+def _lines(path: str | os.PathLike) -> Iterator[tuple[int, str]]:
+    """Yield (line number, line without its newline); decoding errors name the line."""
+    if not Path(path).is_file():
+        raise FormatError(path, None, "an existing file", "no such file")
+    with open(path, "rb") as handle:
+        for number, raw in enumerate(handle, start=1):
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as error:
+                raise FormatError(path, number, "UTF-8 text", f"undecodable byte at column {error.start + 1}") from None
+            yield number, line.rstrip("\r\n")
+
+
+def _tsv_pairs(path: str | os.PathLike, id_name: str) -> Iterator[tuple[int, str, str]]:
+    for number, line in _lines(path):
+        if not line.strip():
+            continue
+        parts = line.split("\t")
+        if len(parts) != 2:
+            raise FormatError(path, number, f"2 tab-separated fields '{id_name}<TAB>text'", line)
+        identifier, text = parts
+        if not _ID.match(identifier):
+            raise FormatError(path, number, f"a non-empty {id_name} without spaces", identifier)
+        yield number, identifier, text
+
+
+def iter_collection(path: str | os.PathLike, check_unique: bool = True) -> Iterator[tuple[str, str]]:
+    """Stream ``(docid, text)`` pairs; empty texts are allowed, duplicate ids are not."""
+    seen: dict[str, int] = {}
+    for number, docid, text in _tsv_pairs(path, "docid"):
+        if check_unique:
+            if docid in seen:
+                raise FormatError(path, number, f"a unique docid (first seen on line {seen[docid]})", docid)
+            seen[docid] = number
+        yield docid, text
+
+
+def read_queries(path: str | os.PathLike) -> dict[str, str]:
+    queries: dict[str, str] = {}
+    lines: dict[str, int] = {}
+    for number, qid, text in _tsv_pairs(path, "qid"):
+        if qid in queries:
+            raise FormatError(path, number, f"a unique qid (first seen on line {lines[qid]})", qid)
+        queries[qid], lines[qid] = text, number
+    return queries
+
+
+def read_qrels(path: str | os.PathLike) -> Qrels:
+    qrels: Qrels = {}
+    for number, line in _lines(path):
+        if not line.strip():
+            continue
+        parts = line.split()
+        if len(parts) != 4:
+            raise FormatError(path, number, "4 whitespace-separated fields 'qid iteration docid relevance'", line)
+        qid, _, docid, rel = parts
+        try:
+            grade = int(rel)
+        except ValueError:
+            raise FormatError(path, number, "an integer relevance grade in field 4", rel) from None
+        judged = qrels.setdefault(qid, {})
+        if docid in judged:
+            raise FormatError(path, number, f"one judgment per (qid, docid); {qid} {docid} is judged twice", line)
+        judged[docid] = grade
+    return qrels
+
+
+def read_run(path: str | os.PathLike) -> Run:
+    """Read a TREC run; each query's list is returned sorted by score, descending.
+
+    Ties keep the file's order, so a run written by ``write_run`` reads back unchanged.
+    """
+    run: Run = {}
+    seen: dict[str, set[str]] = {}
+    for number, line in _lines(path):
+        if not line.strip():
+            continue
+        parts = line.split()
+        if len(parts) != 6:
+            raise FormatError(path, number, "6 whitespace-separated fields 'qid Q0 docid rank score tag'", line)
+        qid, _, docid, rank, score, _ = parts
+        try:
+            int(rank)
+        except ValueError:
+            raise FormatError(path, number, "an integer rank in field 4", rank) from None
+        try:
+            value = float(score)
+        except ValueError:
+            raise FormatError(path, number, "a numeric score in field 5", score) from None
+        if not math.isfinite(value):
+            raise FormatError(path, number, "a finite score in field 5", score)
+        docs = seen.setdefault(qid, set())
+        if docid in docs:
+            raise FormatError(path, number, f"each docid once per query; {docid} repeats for query {qid}", line)
+        docs.add(docid)
+        run.setdefault(qid, []).append((docid, value))
+    for ranking in run.values():
+        ranking.sort(key=lambda item: -item[1])
+    return run
+
+
+def write_collection(path: str | os.PathLike, docs: Iterable[tuple[str, str]]) -> int:
+    """Write ``(docid, text)`` pairs; returns the number written."""
+    count = 0
+    with atomic_open(path) as out:
+        for docid, text in docs:
+            out.write(f"{docid}\t{clean_text(text)}\n")
+            count += 1
+    return count
+
+
+def write_queries(path: str | os.PathLike, queries: Mapping[str, str]) -> None:
+    with atomic_open(path) as out:
+        for qid, text in queries.items():
+            out.write(f"{qid}\t{clean_text(text)}\n")
+
+
+def write_qrels(path: str | os.PathLike, qrels: Mapping[str, Mapping[str, int]]) -> None:
+    with atomic_open(path) as out:
+        for qid, judged in qrels.items():
+            for docid, grade in judged.items():
+                out.write(f"{qid} 0 {docid} {int(grade)}\n")
+
+
+def write_run(path: str | os.PathLike, run: Mapping[str, Sequence[tuple[str, float]]], tag: str) -> None:
+    """Write a TREC run, each query sorted by score (descending, stable), ranks from 1."""
+    with atomic_open(path) as out:
+        for qid, ranking in run.items():
+            ordered = sorted(ranking, key=lambda item: -item[1])
+            for rank, (docid, score) in enumerate(ordered, start=1):
+                out.write(f"{qid} Q0 {docid} {rank} {score:.9g} {tag}\n")
