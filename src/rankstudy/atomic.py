@@ -29,6 +29,10 @@ def atomic_path(path: str | os.PathLike, directory: bool = False) -> Iterator[Pa
         fd, name = tempfile.mkstemp(prefix=f".{final.name}.", suffix=".tmp", dir=final.parent)
         os.close(fd)
         tmp = Path(name)
+    umask = os.umask(0)
+    os.umask(umask)
+    # mkstemp/mkdtemp create private entries; give them the usual permissions.
+    os.chmod(tmp, (0o777 if directory else 0o666) & ~umask)
     try:
         yield tmp
         if directory:

@@ -94,8 +94,9 @@ def read_queries(path: str | os.PathLike) -> dict[str, str]:
     return queries
 
 
-def read_qrels(path: str | os.PathLike) -> Qrels:
-    qrels: Qrels = {}
+def iter_qrels(path: str | os.PathLike) -> Iterator[tuple[int, str, str, int]]:
+    """Stream ``(line number, qid, docid, grade)``; a (qid, docid) pair judged twice is an error."""
+    seen: set[tuple[str, str]] = set()
     for number, line in _lines(path):
         if not line.strip():
             continue
@@ -107,10 +108,16 @@ def read_qrels(path: str | os.PathLike) -> Qrels:
             grade = int(rel)
         except ValueError:
             raise FormatError(path, number, "an integer relevance grade in field 4", rel) from None
-        judged = qrels.setdefault(qid, {})
-        if docid in judged:
+        if (qid, docid) in seen:
             raise FormatError(path, number, f"one judgment per (qid, docid); {qid} {docid} is judged twice", line)
-        judged[docid] = grade
+        seen.add((qid, docid))
+        yield number, qid, docid, grade
+
+
+def read_qrels(path: str | os.PathLike) -> Qrels:
+    qrels: Qrels = {}
+    for _, qid, docid, grade in iter_qrels(path):
+        qrels.setdefault(qid, {})[docid] = grade
     return qrels
 
 

@@ -1,0 +1,160 @@
+"""An ir_datasets dataset, exported into the data contract.
+
+Config (``datasets.<name>.irds``)::
+
+    docs: msmarco-passage                        # the id that provides the documents
+    splits:                                      # split -> the id that provides its queries and qrels
+      train: msmarco-passage/train/judged
+      dev: msmarco-passage/dev/small
+      test: msmarco-passage/trec-dl-2019/judged
+
+A record's text is its ``default_text()`` where its type has one, else its string fields other
+than the id joined by spaces; the writers replace tabs and line breaks (``clean_text``).
+Grades are the integer ``relevance`` of each qrel.
+
+Rules: every id must be known to ir_datasets, ``docs`` must provide documents and every split id
+queries and qrels; a split without judgments is an error; ids must be non-empty and free of
+whitespace. Qrels of a query that is not in the split's queries are dropped, and a (qid, docid)
+judged twice keeps its last grade (both logged as warnings, as are queries without judgments).
+Qrels docids are not checked against the corpus (that would hold every docid in memory).
+
+Documents are streamed from ``docs_iter()`` with a progress bar on stderr; queries and qrels
+are small and held in memory. ir_datasets downloads on first use: offline, its files must
+already be under IR_DATASETS_HOME; a failure while reading becomes a ``StudyError``. Everything
+is written into a temporary directory that replaces ``out`` only at the end.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import os
+import re
+import sys
+from pathlib import Path
+from typing import Any, Iterator, Mapping
+
+from tqdm import tqdm
+
+from rankstudy.atomic import atomic_path
+from rankstudy.config import ConfigError, from_dict
+from rankstudy.errors import StudyError
+from rankstudy.formats import Qrels, write_collection, write_qrels, write_queries
+
+log = logging.getLogger(__name__)
+
+_SPLIT = re.compile(r"^[A-Za-z0-9_-]+$")
+_ID = re.compile(r"^\S+$")
+
+
+@dataclasses.dataclass
+class IrdsConfig:
+    docs: str
+    splits: dict[str, str]
+
+
+def _home() -> str:
+    return os.environ.get("IR_DATASETS_HOME", str(Path.home() / ".ir_datasets"))
+
+
+def _load(dataset_id: str, provides: tuple[str, ...], where: str) -> Any:
+    import ir_datasets
+
+    try:
+        dataset = ir_datasets.load(dataset_id)
+    except KeyError:
+        raise StudyError(
+            f"{where}: unknown ir_datasets id {dataset_id!r} (ir_datasets {ir_datasets.__version__}); "
+            f"when offline, its data must also already be in IR_DATASETS_HOME ({_home()})"
+        ) from None
+    for entity in provides:
+        if not getattr(dataset, f"has_{entity}")():
+            raise StudyError(f"{where}: ir_datasets id {dataset_id!r} provides no {entity}")
+    return dataset
+
+
+def _records(dataset: Any, dataset_id: str, entity: str) -> Iterator[Any]:
+    """Iterate ``<entity>_iter()``, turning a failure inside ir_datasets into a StudyError."""
+    try:
+        yield from getattr(dataset, f"{entity}_iter")()
+    except Exception as error:
+        detail = f"{type(error).__name__}: {error}"
+        raise StudyError(
+            f"ir_datasets could not read the {entity} of {dataset_id!r} ({detail[:300]}); "
+            f"when offline, its data must already be in IR_DATASETS_HOME ({_home()})"
+        ) from error
+
+
+def _text(record: Any, id_field: str) -> str:
+    if hasattr(record, "default_text"):
+        return record.default_text()
+    fields = zip(record._fields, record)
+    return " ".join(value for field, value in fields if field != id_field and isinstance(value, str) and value)
+
+
+def _checked_id(identifier: str, what: str, dataset_id: str) -> str:
+    if not isinstance(identifier, str) or not _ID.match(identifier):
+        raise StudyError(f"ir_datasets {dataset_id!r}: expected a non-empty {what} without spaces, got {identifier!r}")
+    return identifier
+
+
+def _documents(dataset: Any, dataset_id: str, name: str) -> Iterator[tuple[str, str]]:
+    try:
+        total = dataset.docs_count()
+    except Exception:  # not every ir_datasets handler knows its size
+        total = None
+    interval = 0.5 if sys.stderr.isatty() else 30.0
+    records = _records(dataset, dataset_id, "docs")
+    progress = tqdm(records, total=total, desc=f"{name} documents", unit=" docs", file=sys.stderr, mininterval=interval)
+    for doc in progress:
+        yield _checked_id(doc.doc_id, "doc_id", dataset_id), _text(doc, "doc_id")
+
+
+def _split(name: str, split: str, dataset_id: str) -> tuple[dict[str, str], Qrels]:
+    dataset = _load(dataset_id, ("queries", "qrels"), f"datasets.{name}.irds.splits.{split}")
+    queries = {
+        _checked_id(query.query_id, "query_id", dataset_id): _text(query, "query_id")
+        for query in _records(dataset, dataset_id, "queries")
+    }
+    qrels: Qrels = {}
+    dropped = repeated = 0
+    for qrel in _records(dataset, dataset_id, "qrels"):
+        if qrel.query_id not in queries:
+            dropped += 1
+            continue
+        judged = qrels.setdefault(qrel.query_id, {})
+        repeated += qrel.doc_id in judged
+        judged[_checked_id(qrel.doc_id, "doc_id", dataset_id)] = int(qrel.relevance)
+    if not qrels:
+        raise StudyError(f"datasets.{name}.irds.splits.{split}: {dataset_id!r} has no judgments for its queries")
+    unjudged = len(queries) - len(qrels)
+    if dropped:
+        log.warning("%s/%s: dropped %d qrels of queries not in %s", name, split, dropped, dataset_id)
+    if repeated:
+        log.warning("%s/%s: %d (qid, docid) judged again in %s; last grade kept", name, split, repeated, dataset_id)
+    if unjudged:
+        log.warning("%s/%s: %d of %d queries have no judgments in %s", name, split, unjudged, len(queries), dataset_id)
+    return queries, qrels
+
+
+def export(name: str, settings: Mapping[str, Any], out: Path) -> None:
+    """Write the ir_datasets dataset described by ``settings`` into directory ``out``."""
+    where = f"datasets.{name}.irds"
+    config = from_dict(IrdsConfig, settings, where)
+    if not isinstance(config.splits, Mapping) or not config.splits:
+        raise ConfigError(f"{where}.splits: expected a non-empty mapping split -> ir_datasets id")
+    for split in config.splits:
+        if not isinstance(split, str) or not _SPLIT.match(split):
+            raise ConfigError(f"{where}.splits: split names use letters, digits, '_' and '-'; got {split!r}")
+    docs = _load(config.docs, ("docs",), f"{where}.docs")
+    splits = {split: _split(name, split, dataset_id) for split, dataset_id in config.splits.items()}
+
+    with atomic_path(out, directory=True) as tmp:
+        for split, (queries, qrels) in splits.items():
+            write_queries(tmp / f"queries.{split}.tsv", queries)
+            write_qrels(tmp / f"qrels.{split}.txt", qrels)
+            log.info("%s/%s: %d queries, %d judged", name, split, len(queries), len(qrels))
+        count = write_collection(tmp / "collection.tsv", _documents(docs, config.docs, name))
+        if not count:
+            raise StudyError(f"{where}.docs: {config.docs!r} provided no documents")
+        log.info("%s: %d documents from %s", name, count, config.docs)

@@ -1,0 +1,1 @@
+"""Report artifacts of the study: tables (``tables``) built from the metric CSVs."""

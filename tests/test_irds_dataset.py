@@ -1,0 +1,112 @@
+"""The ir_datasets source, on small datasets registered from local files (offline)."""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from typing import NamedTuple
+
+import pytest
+
+ir_datasets = pytest.importorskip("ir_datasets")
+
+from rankstudy import formats  # noqa: E402
+from rankstudy.datasets import irds  # noqa: E402
+from rankstudy.errors import StudyError  # noqa: E402
+
+DOCS = "d1\thello world\nd2\tsecond document\nd3\tthird\nd4\tfourth\nd5\tfifth\n"
+QUERIES = "q1\tfirst query\nq2\tsecond query\nq3\tnever judged\n"
+QRELS = "q1 0 d1 2\nq1 0 d3 0\nq2 0 d2 1\nq9 0 d1 1\n"  # q9 is not a query: dropped
+
+
+def register(tmp_path, docs=DOCS, queries=QUERIES, qrels=QRELS):
+    """Register a dataset built from local files under a unique id; returns (id, dataset)."""
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    files = {}
+    for key, name, text in (("docs_tsv", "docs.tsv", docs), ("queries_tsv", "queries.tsv", queries),
+                            ("qrels_trec", "qrels.txt", qrels)):
+        if text is not None:
+            (tmp_path / name).write_text(text)
+            files[key] = str(tmp_path / name)
+    dataset = ir_datasets.create_dataset(**files)
+    dataset_id = f"rankstudy-test/{uuid.uuid4().hex}"
+    ir_datasets.registry.register(dataset_id, dataset)
+    return dataset_id, dataset
+
+
+def test_export_writes_the_contract_layout(tmp_path, caplog):
+    dataset_id, _ = register(tmp_path)
+    out = tmp_path / "data" / "ds"
+    with caplog.at_level(logging.WARNING):
+        irds.export("ds", {"docs": dataset_id, "splits": {"test": dataset_id, "dev": dataset_id}}, out)
+
+    assert sorted(p.name for p in out.iterdir()) == [
+        "collection.tsv", "qrels.dev.txt", "qrels.test.txt", "queries.dev.tsv", "queries.test.tsv",
+    ]
+    assert (out / "collection.tsv").read_text() == DOCS
+    assert (out / "queries.test.tsv").read_text() == QUERIES
+    assert (out / "qrels.test.txt").read_text() == "q1 0 d1 2\nq1 0 d3 0\nq2 0 d2 1\n"
+    assert (out / "queries.dev.tsv").read_text() == QUERIES
+    assert list((tmp_path / "data").iterdir()) == [out]  # no temporary left over
+    assert "dropped 1 qrels" in caplog.text
+    assert "1 of 3 queries have no judgments" in caplog.text
+
+
+def test_documents_are_streamed(tmp_path, monkeypatch):
+    """Each document reaches the writer before the next one is taken from docs_iter()."""
+    dataset_id, dataset = register(tmp_path)
+    original = dataset.docs_iter
+    taken = 0
+
+    def counting_docs_iter():
+        nonlocal taken
+        for doc in original():
+            taken += 1
+            yield doc
+
+    taken_when_written = []
+
+    def spy_write_collection(path, docs):
+        def watched():
+            for pair in docs:
+                taken_when_written.append(taken)
+                yield pair
+        return formats.write_collection(path, watched())
+
+    monkeypatch.setattr(dataset, "docs_iter", counting_docs_iter)
+    monkeypatch.setattr(irds, "write_collection", spy_write_collection)
+    irds.export("ds", {"docs": dataset_id, "splits": {"test": dataset_id}}, tmp_path / "out")
+    assert taken_when_written == [1, 2, 3, 4, 5]
+    assert (tmp_path / "out" / "collection.tsv").read_text() == DOCS
+
+
+def test_text_without_default_text_joins_string_fields():
+    class Doc(NamedTuple):
+        doc_id: str
+        title: str
+        body: str
+        year: int
+        url: str
+
+    assert irds._text(Doc("d1", "A title", "the body", 1999, ""), "doc_id") == "A title the body"
+
+
+def test_unknown_id_fails_naming_it(tmp_path):
+    with pytest.raises(StudyError, match=r"rankstudy-test/no-such-dataset.*IR_DATASETS_HOME"):
+        irds.export("ds", {"docs": "rankstudy-test/no-such-dataset", "splits": {"test": "x"}}, tmp_path / "out")
+    assert not (tmp_path / "out").exists()
+
+
+def test_split_without_qrels_fails(tmp_path):
+    docs_id, _ = register(tmp_path)
+    split_id, _ = register(tmp_path / "split", docs=None, qrels=None)
+    with pytest.raises(StudyError, match="provides no qrels"):
+        irds.export("ds", {"docs": docs_id, "splits": {"test": split_id}}, tmp_path / "out")
+    assert not (tmp_path / "out").exists()
+
+
+def test_split_without_judgments_fails(tmp_path):
+    dataset_id, _ = register(tmp_path, qrels="q9 0 d1 1\n")
+    with pytest.raises(StudyError, match="no judgments"):
+        irds.export("ds", {"docs": dataset_id, "splits": {"test": dataset_id}}, tmp_path / "out")
+    assert not (tmp_path / "out").exists()

@@ -1,0 +1,106 @@
+"""The local dataset source: validation of a directory of TSV/TREC files and its export."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import pytest
+
+from rankstudy.config import ConfigError
+from rankstudy.datasets import local
+from rankstudy.errors import StudyError
+
+COLLECTION = b"d1\thello world\nd2\t\nd3\ta third document\n"
+QUERIES = b"q1\tfirst query\nq2\tsecond query\nq3\tnever judged\n"
+QRELS = b"q1 0 d1 2\nq1 0 d3 0\nq2 0 d2 1\n"
+SETTINGS = {"path": "src", "splits": {"test": {"queries": "queries.tsv", "qrels": "qrels.txt"}}}
+
+
+def make_source(root: Path, **files: bytes) -> Path:
+    """Write a good source directory, with ``files`` (name without extension) overriding its files."""
+    src = root / "src"
+    src.mkdir()
+    contents = {"collection": COLLECTION, "queries": QUERIES, "qrels": QRELS, **files}
+    (src / "collection.tsv").write_bytes(contents["collection"])
+    (src / "queries.tsv").write_bytes(contents["queries"])
+    (src / "qrels.txt").write_bytes(contents["qrels"])
+    return src
+
+
+def test_good_directory_exports_the_contract_layout(tmp_path, monkeypatch, caplog):
+    make_source(tmp_path)
+    (tmp_path / "src" / "dev_q.tsv").write_bytes(b"q7\tdev query\n")
+    (tmp_path / "src" / "dev_qrels.txt").write_bytes(b"q7 0 d3 3\n")
+    monkeypatch.chdir(tmp_path)  # a relative path is relative to the working directory
+    settings = {"path": "src", "splits": {**SETTINGS["splits"], "dev": {"queries": "dev_q.tsv", "qrels": "dev_qrels.txt"}}}
+    out = tmp_path / "data" / "ds"
+    with caplog.at_level(logging.WARNING):
+        local.export("ds", settings, out)
+
+    assert sorted(p.name for p in out.iterdir()) == [
+        "collection.tsv", "qrels.dev.txt", "qrels.test.txt", "queries.dev.tsv", "queries.test.tsv",
+    ]
+    assert (out / "collection.tsv").read_bytes() == COLLECTION
+    assert (out / "queries.test.tsv").read_bytes() == QUERIES
+    assert (out / "qrels.test.txt").read_bytes() == QRELS
+    assert (out / "queries.dev.tsv").read_bytes() == b"q7\tdev query\n"
+    assert (out / "qrels.dev.txt").read_bytes() == b"q7 0 d3 3\n"
+    assert list((tmp_path / "data").iterdir()) == [out]  # no temporary left over
+    assert "1 of 3 queries have no judgments" in caplog.text
+    assert "1 empty document(s)" in caplog.text
+
+
+BAD_CASES = {
+    "duplicate docid": ({"collection": b"d1\ta\nd2\tb\nd3\tc\nd2\tagain\n"}, "collection.tsv:4", "unique docid"),
+    "duplicate qid": ({"queries": b"q1\ta\nq2\tb\nq1\tc\n"}, "queries.tsv:3", "unique qid"),
+    "unknown query": ({"qrels": b"q1 0 d1 1\nq9 0 d1 1\n"}, "qrels.txt:2", "'q9'"),
+    "unknown document": ({"qrels": b"q1 0 d1 1\nq2 0 d1 0\nq2 0 d9 1\n"}, "qrels.txt:3", "'d9'"),
+    "missing tab in collection": ({"collection": b"d1\ta\nd2 no tab here\nd3\tc\n"}, "collection.tsv:2", "tab"),
+    "missing tab in queries": ({"queries": b"q1 no tab\n"}, "queries.tsv:1", "tab"),
+    "non-integer grade": ({"qrels": b"q1 0 d1 1\nq1 0 d2 high\n"}, "qrels.txt:2", "integer relevance"),
+    "judged twice": ({"qrels": b"q1 0 d1 1\nq1 0 d1 2\n"}, "qrels.txt:2", "judged twice"),
+}
+
+
+@pytest.mark.parametrize("files, where, what", BAD_CASES.values(), ids=BAD_CASES.keys())
+def test_bad_input_fails_naming_file_and_line_and_leaves_no_output(tmp_path, files, where, what):
+    src = make_source(tmp_path, **files)
+    out = tmp_path / "data" / "ds"
+    with pytest.raises(StudyError) as caught:
+        local.export("ds", {**SETTINGS, "path": str(src)}, out)
+    message = str(caught.value)
+    assert where in message and what in message
+    assert str(src) in message  # the full path of the offending file
+    assert not out.exists()
+    assert not any((tmp_path / "data").iterdir())  # nor any temporary directory
+
+
+def test_split_without_judgments_fails(tmp_path):
+    src = make_source(tmp_path, qrels=b"\n")
+    out = tmp_path / "out"
+    with pytest.raises(StudyError, match=r"qrels\.txt: expected at least one judgment"):
+        local.export("ds", {**SETTINGS, "path": str(src)}, out)
+    assert not out.exists()
+
+
+def test_missing_files_are_all_named(tmp_path):
+    src = make_source(tmp_path)
+    (src / "queries.tsv").unlink()
+    (src / "qrels.txt").unlink()
+    with pytest.raises(StudyError, match="missing file") as caught:
+        local.export("ds", {**SETTINGS, "path": str(src)}, tmp_path / "out")
+    assert "queries.tsv" in str(caught.value) and "qrels.txt" in str(caught.value)
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("settings", [
+    {**SETTINGS, "colection": "x.tsv"},
+    {**SETTINGS, "splits": {}},
+    {**SETTINGS, "splits": {"test": {"queries": "queries.tsv"}}},
+    {**SETTINGS, "splits": {"a/b": {"queries": "queries.tsv", "qrels": "qrels.txt"}}},
+])
+def test_bad_config_is_a_config_error(tmp_path, settings):
+    make_source(tmp_path)
+    with pytest.raises(ConfigError):
+        local.export("ds", {**settings, "path": str(tmp_path / "src")}, tmp_path / "out")
