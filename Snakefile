@@ -1,0 +1,19 @@
+# rankstudy: one Snakemake workflow for the whole study. See README.md and docs/architecture.md.
+configfile: "config/config.yaml"
+
+
+report: "workflow/report/workflow.rst"
+
+
+include: "workflow/rules/common.smk"
+include: "workflow/rules/data.smk"
+include: "workflow/rules/index.smk"
+include: "workflow/rules/candidates.smk"
+include: "workflow/rules/evaluate.smk"
+include: "workflow/rules/report.smk"
+
+
+rule all:
+    default_target: True
+    input:
+        rules.first_stage_table.output,

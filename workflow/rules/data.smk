@@ -1,0 +1,27 @@
+# One rule per configured dataset: each writes collection.tsv and, per split, queries and qrels.
+for _name, _dataset in DATASETS.items():
+
+    rule:
+        name:
+            f"dataset_{_name.replace('-', '_')}"
+        output:
+            collection=f"data/{_name}/collection.tsv",
+            queries=[f"data/{_name}/queries.{split}.tsv" for split in dataset_splits(_name)],
+            qrels=[f"data/{_name}/qrels.{split}.txt" for split in dataset_splits(_name)],
+        log:
+            f"logs/data/{_name}.log",
+        conda:
+            "../../environment.yml"
+        benchmark:
+            f"benchmarks/data/{_name}.tsv"
+        params:
+            name=_name,
+            section=as_json(_dataset),
+            seed=config["seed"],
+            out=lambda wildcards, output: os.path.dirname(output.collection),
+        resources:
+            mem_mb=8000,
+            runtime=240,
+        shell:
+            "python -m rankstudy dataset --name {params.name} --config {params.section:q}"
+            " --seed {params.seed} --out {params.out} 2> {log}"
