@@ -37,8 +37,8 @@ LUCENE_STOP_WORDS = frozenset(
     "a an and are as at be but by for if in into is it no not of on or such that the their then "
     "there these they this to was will with".split()
 )
-_TOKEN = re.compile(r"[^\W_]+(?:[.'’][^\W_]+)*")
-_PLAIN = re.compile(r"[a-z0-9 ]*")  # text whose tokens are simply its space-separated words
+_TOKEN = re.compile(r"\w+(?:[.'’]\w+)*")  # UAX#29-like: '_' joins, "u.s.a" and "isn't" stay whole
+_PLAIN = re.compile(r"[a-z0-9_ ]*")  # text whose tokens are simply its space-separated words
 
 SEARCH_MODELS: dict[str, dict[str, str]] = {
     # model -> {our parameter name: Anserini flag}

@@ -1,0 +1,130 @@
+"""The Snakemake workflow: DAG contents, lint, config validation, and an end-to-end run."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import REPO
+
+BIN = Path(sys.executable).parent
+ENV = dict(os.environ, PATH=f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}")
+
+
+def workflow_copy(tmp_path: Path) -> Path:
+    """A fresh working directory holding the workflow (no outputs of other runs)."""
+    work = tmp_path / "study"
+    work.mkdir()
+    for name in ("Snakefile", "workflow", "config", "profiles", "environment.yml", "requirements.lock"):
+        source = REPO / name
+        (shutil.copytree if source.is_dir() else shutil.copy)(source, work / name)
+    shutil.copy(REPO / "tests" / "config" / "tiny.yaml", work / "tiny.yaml")
+    return work
+
+
+def snakemake(work: Path, *args: str, timeout: int = 600) -> subprocess.CompletedProcess:
+    return subprocess.run([str(BIN / "snakemake"), *args], cwd=work, env=ENV, capture_output=True,
+                          text=True, timeout=timeout)
+
+
+def job_counts(output: str) -> dict[str, int]:
+    table = output[output.index("Job stats:"):]
+    return {m.group(1): int(m.group(2)) for m in re.finditer(r"^(\w+)\s+(\d+)$", table, re.M)}
+
+
+def test_dry_run_lists_the_first_stage_jobs(tmp_path):
+    result = snakemake(workflow_copy(tmp_path), "-n", "--cores", "2")
+    assert result.returncode == 0, result.stderr
+    counts = job_counts(result.stdout + result.stderr)
+    # 2 datasets x 2 systems (bm25, ql) x 3 splits
+    assert counts == {
+        "dataset_synthetic_passage": 1, "dataset_synthetic_doc": 1, "index": 2, "first_stage": 12,
+        "evaluate": 12, "first_stage_table": 1, "all": 1, "total": 30,
+    }
+
+
+def test_lint_is_clean(tmp_path):
+    result = snakemake(workflow_copy(tmp_path), "--lint")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "Congratulations" in result.stdout + result.stderr
+
+
+def test_a_local_collection_config(tmp_path):
+    work = workflow_copy(tmp_path)
+    local = tmp_path / "mini"
+    local.mkdir()
+    (local / "collection.tsv").write_text("d1\tapple banana\nd2\tcherry\n")
+    (local / "queries.tsv").write_text("1\tapple\n")
+    (local / "qrels.txt").write_text("1 0 d1 1\n")
+    (work / "mini.yaml").write_text(
+        "datasets:\n  mini:\n    source: local\n    local:\n"
+        f"      path: {local}\n      splits:\n        test: {{queries: queries.tsv, qrels: qrels.txt}}\n"
+        "first_stage:\n  datasets: [mini]\n"
+    )
+    result = snakemake(work, "-n", "--cores", "2", "--configfile", "mini.yaml")
+    assert result.returncode == 0, result.stderr
+    counts = job_counts(result.stdout + result.stderr)
+    assert counts["dataset_mini"] == 1 and counts["first_stage"] == 2 and counts["evaluate"] == 2
+
+
+@pytest.mark.parametrize("config, message", [
+    ("first_stage:\n  systems:\n    bm25: {model: bm25, k1: high}\n", r"'high' is not of type 'number'"),
+    ("first_stage:\n  systems:\n    ql: {model: ql, k1: 0.9}\n", r"k1"),
+    ("evalution:\n  measures: [AP]\n", r"'evalution' was unexpected"),
+    ("first_stage:\n  datasets: [nowhere]\n", r"first_stage.datasets names 'nowhere'"),
+    ("datasets:\n  x:\n    source: local\n", r"'local' is a required property"),
+])
+def test_a_bad_config_fails_with_a_clear_message(tmp_path, config, message):
+    work = workflow_copy(tmp_path)
+    (work / "bad.yaml").write_text(config)
+    result = snakemake(work, "-n", "--cores", "1", "--configfile", "bad.yaml")
+    assert result.returncode != 0
+    assert re.search(message, result.stdout + result.stderr), result.stdout + result.stderr
+
+
+@pytest.mark.slow
+def test_the_tiny_study_runs_end_to_end(tmp_path):
+    work = workflow_copy(tmp_path)
+    result = snakemake(work, "--cores", "2", "--configfile", "tiny.yaml")
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    table = (work / "results" / "tables" / "first_stage.md").read_text()
+    for dataset in ("synthetic-passage", "synthetic-doc"):
+        for system in ("bm25", "ql"):
+            for split in ("train", "dev", "test"):
+                assert re.search(rf"\| {dataset}\s+\| {split}\s+\| {system}\s+\|", table), (dataset, system, split)
+    for rule in ("index", "first_stage", "evaluate", "report"):
+        assert any((work / "logs" / rule).rglob("*.log")), rule
+    assert list((work / "benchmarks" / "anserini").glob("index.*.json"))
+    # a second run has nothing to do
+    again = snakemake(work, "-n", "--cores", "2", "--configfile", "tiny.yaml")
+    assert "Nothing to be done" in again.stdout + again.stderr
+    report = snakemake(work, "--cores", "1", "--configfile", "tiny.yaml", "--report", "results/report.html")
+    assert report.returncode == 0, report.stderr[-3000:]
+    assert (work / "results" / "report.html").stat().st_size > 10_000
+
+
+@pytest.mark.slow
+def test_bad_input_fails_the_run_cleanly(tmp_path):
+    work = workflow_copy(tmp_path)
+    local = tmp_path / "broken"
+    local.mkdir()
+    (local / "collection.tsv").write_text("d1\tapple banana\nd2\tcherry\n")
+    (local / "queries.tsv").write_text("1\tapple\n")
+    (local / "qrels.txt").write_text("1 0 d1 1\n1 0 d2 two\n")
+    (work / "broken.yaml").write_text(
+        "datasets:\n  broken:\n    source: local\n    local:\n"
+        f"      path: {local}\n      splits:\n        test: {{queries: queries.tsv, qrels: qrels.txt}}\n"
+        "first_stage:\n  datasets: [broken]\n"
+    )
+    result = snakemake(work, "--cores", "1", "--configfile", "broken.yaml")
+    assert result.returncode != 0
+    log = (work / "logs" / "data" / "broken.log").read_text()
+    assert f"{local / 'qrels.txt'}:2: expected an integer relevance grade" in log
+    assert "Traceback" not in log
+    assert not (work / "data" / "broken").exists() or not any((work / "data" / "broken").iterdir())
