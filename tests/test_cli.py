@@ -1,0 +1,49 @@
+"""`python -m rankstudy`: bad input exits non-zero with one clear line, never a traceback."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+
+def cli(*args: str, cwd=None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "rankstudy", *args], capture_output=True, text=True, cwd=cwd)
+
+
+def test_malformed_collection_fails_before_indexing(tmp_path):
+    (tmp_path / "c.tsv").write_text("d1\tgood\nd2 missing tab\n")
+    result = cli("index", "--collection", str(tmp_path / "c.tsv"), "--out", str(tmp_path / "idx"))
+    assert result.returncode == 2
+    assert f"{tmp_path / 'c.tsv'}:2: expected 2 tab-separated fields" in result.stderr
+    assert "Traceback" not in result.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["c.tsv"]
+
+
+def test_bad_dataset_config(tmp_path):
+    section = {"source": "synthetic", "synthetic": {"flavour": "passage", "train_querys": 5}}
+    result = cli("dataset", "--name", "x", "--config", json.dumps(section), "--seed", "1", "--out", str(tmp_path / "x"))
+    assert result.returncode == 2
+    assert "datasets.x.synthetic: unknown key(s) train_querys" in result.stderr
+    assert not (tmp_path / "x").exists()
+
+
+def test_malformed_run_in_evaluation(tmp_path):
+    (tmp_path / "q.txt").write_text("1 0 d1 1\n")
+    (tmp_path / "r.run").write_text("1 Q0 d1 1 1.0 x\n1 Q0 d2 2 oops x\n")
+    result = cli("evaluate", "--run", str(tmp_path / "r.run"), "--qrels", str(tmp_path / "q.txt"),
+                 "--out", str(tmp_path / "m.csv"), "--measures", "AP", "--dataset", "d", "--system", "s", "--split", "test")
+    assert result.returncode == 2
+    assert f"{tmp_path / 'r.run'}:2: expected a numeric score in field 5; got 'oops'" in result.stderr
+    assert not (tmp_path / "m.csv").exists()
+
+
+def test_synthetic_dataset_command_writes_the_contract(tmp_path):
+    settings = {"train_queries": 5, "dev_queries": 2, "test_queries": 2, "concepts": 50, "filler_vocabulary": 100,
+                "context_vocabulary": 50, "background_documents": 5}
+    result = cli("dataset", "--name", "tiny", "--config", json.dumps({"source": "synthetic", "synthetic": settings}),
+                 "--seed", "3", "--out", str(tmp_path / "tiny"))
+    assert result.returncode == 0, result.stderr
+    names = sorted(p.name for p in (tmp_path / "tiny").iterdir())
+    assert names == ["collection.tsv", "qrels.dev.txt", "qrels.test.txt", "qrels.train.txt",
+                     "queries.dev.tsv", "queries.test.tsv", "queries.train.tsv", "truth.json"]

@@ -1,0 +1,84 @@
+"""Readers name the file, line and expectation for bad input; writers are atomic."""
+
+from __future__ import annotations
+
+import pytest
+
+from rankstudy import formats
+from rankstudy.atomic import atomic_open, atomic_path
+
+
+@pytest.mark.parametrize("reader, content, line, expected", [
+    (lambda p: list(formats.iter_collection(p)), "d1\tok\nd2 no tab\n", 2, "2 tab-separated fields"),
+    (lambda p: list(formats.iter_collection(p)), "d1\tok\nd1\tagain\n", 2, "unique docid (first seen on line 1)"),
+    (lambda p: list(formats.iter_collection(p)), "d1\tok\n\ttext\n", 2, "non-empty docid"),
+    (formats.read_queries, "1\ta\n2\tb\tc\n", 2, "2 tab-separated fields"),
+    (formats.read_queries, "1\ta\n1\tb\n", 2, "unique qid"),
+    (formats.read_qrels, "1 0 d1 1\n1 0 d2\n", 2, "4 whitespace-separated fields"),
+    (formats.read_qrels, "1 0 d1 1\n1 0 d2 high\n", 2, "integer relevance grade"),
+    (formats.read_qrels, "1 0 d1 1\n1 0 d1 2\n", 2, "judged twice"),
+    (formats.read_run, "1 Q0 d1 1 2.0 x\n1 Q0 d2 2 abc x\n", 2, "numeric score"),
+    (formats.read_run, "1 Q0 d1 1 2.0 x\n1 Q0 d2 two 1.0 x\n", 2, "integer rank"),
+    (formats.read_run, "1 Q0 d1 1 nan x\n", 1, "finite score"),
+    (formats.read_run, "1 Q0 d1 1 2.0 x\n1 Q0 d1 2 1.0 x\n", 2, "each docid once per query"),
+    (formats.read_run, "1 Q0 d1 1 2.0\n", 1, "6 whitespace-separated fields"),
+])
+def test_malformed_lines_are_reported_with_file_and_line(tmp_path, reader, content, line, expected):
+    path = tmp_path / "input.txt"
+    path.write_text(content)
+    with pytest.raises(formats.FormatError) as error:
+        reader(path)
+    assert str(error.value).startswith(f"{path}:{line}: expected ")
+    assert expected in str(error.value)
+
+
+def test_undecodable_bytes_name_the_line(tmp_path):
+    path = tmp_path / "c.tsv"
+    path.write_bytes(b"d1\tok\nd2\tbad \xff byte\n")
+    with pytest.raises(formats.FormatError, match=r"c.tsv:2: expected UTF-8 text"):
+        list(formats.iter_collection(path))
+
+
+def test_missing_file(tmp_path):
+    with pytest.raises(formats.FormatError, match="expected an existing file"):
+        formats.read_queries(tmp_path / "nope.tsv")
+
+
+def test_round_trips(tmp_path):
+    formats.write_collection(tmp_path / "c.tsv", [("d1", "a\tb\nc"), ("d2", "")])
+    assert list(formats.iter_collection(tmp_path / "c.tsv")) == [("d1", "a b c"), ("d2", "")]
+    formats.write_qrels(tmp_path / "q.txt", {"1": {"d1": 2, "d2": 0}})
+    assert formats.read_qrels(tmp_path / "q.txt") == {"1": {"d1": 2, "d2": 0}}
+    run = {"1": [("d2", 0.5), ("d1", 1.25), ("d3", 0.5)]}
+    formats.write_run(tmp_path / "r.run", run, "sys")
+    assert formats.read_run(tmp_path / "r.run") == {"1": [("d1", 1.25), ("d2", 0.5), ("d3", 0.5)]}
+    assert (tmp_path / "r.run").read_text().splitlines()[0] == "1 Q0 d1 1 1.25 sys"
+
+
+def test_a_failing_writer_leaves_nothing(tmp_path):
+    target = tmp_path / "out.tsv"
+    target.write_text("previous\n")
+
+    def documents():
+        yield "d1", "text"
+        raise RuntimeError("killed half-way")
+
+    with pytest.raises(RuntimeError):
+        formats.write_collection(target, documents())
+    assert target.read_text() == "previous\n"  # the old complete file survives
+    assert [p.name for p in tmp_path.iterdir()] == ["out.tsv"]  # no temporary left behind
+
+
+def test_atomic_directory(tmp_path):
+    with atomic_path(tmp_path / "d", directory=True) as tmp:
+        (tmp / "f").write_text("x")
+        assert not (tmp_path / "d").exists()
+    assert (tmp_path / "d" / "f").read_text() == "x"
+    with pytest.raises(ValueError):
+        with atomic_path(tmp_path / "e", directory=True) as tmp:
+            (tmp / "f").write_text("x")
+            raise ValueError
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["d"]
+    with atomic_open(tmp_path / "g.txt") as out:
+        out.write("y")
+    assert (tmp_path / "g.txt").stat().st_mode & 0o777 != 0o600  # usual permissions, not mkstemp's
