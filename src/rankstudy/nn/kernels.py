@@ -1,0 +1,63 @@
+"""RBF kernel pooling (KNRM, Xiong et al. 2017), shared by KNRM, CONV-KNRM, TK and TKL.
+
+For a cosine match matrix M (query term i x document term j) and kernels (mu_k, sigma_k):
+
+    K_k(M_i) = sum_j exp(-(M_ij - mu_k)^2 / (2 sigma_k^2))          (soft term frequency)
+
+Matches involving padding or OOV tokens are masked out before the sum over j.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+PAD_ID = 0
+OOV_ID = 1
+
+
+def default_mus(count: int = 11) -> list[float]:
+    """1.0 (exact match) then count-1 evenly spaced centres from 0.9 down: 0.9, 0.7, ..., -0.9."""
+    step = 2.0 / (count - 1)
+    return [1.0] + [round(1.0 - step / 2 - i * step, 10) for i in range(count - 1)]
+
+
+def token_masks(ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """(real-token mask, matchable mask) as float tensors: padding is not a token; OOV is a
+    token (it counts for lengths) that matches nothing."""
+    return (ids != PAD_ID).float(), (ids > OOV_ID).float()
+
+
+def cosine_matrix(query: torch.Tensor, document: torch.Tensor) -> torch.Tensor:
+    """[B, Lq, D] x [B, Ld, D] -> [B, Lq, Ld] cosine similarities (0 for zero vectors)."""
+    return torch.bmm(F.normalize(query, dim=-1, eps=1e-13), F.normalize(document, dim=-1, eps=1e-13).transpose(1, 2))
+
+
+class KernelPooling(nn.Module):
+    def __init__(self, mus: Sequence[float], sigmas: Sequence[float]):
+        super().__init__()
+        if len(mus) != len(sigmas) or not len(mus):
+            raise ValueError("kernel pooling needs as many sigmas as mus (at least one)")
+        self.register_buffer("mu", torch.tensor(list(mus), dtype=torch.float32).view(1, 1, 1, -1), persistent=False)
+        self.register_buffer("sigma", torch.tensor(list(sigmas), dtype=torch.float32).view(1, 1, 1, -1), persistent=False)
+
+    @property
+    def count(self) -> int:
+        return self.mu.shape[-1]
+
+    def activations(self, similarity: torch.Tensor, match_mask: torch.Tensor) -> torch.Tensor:
+        """exp(-(M_ij - mu_k)^2 / (2 sigma_k^2)), masked: [B, Lq, Ld, K]."""
+        raw = torch.exp(-torch.square(similarity.unsqueeze(-1) - self.mu) / (2 * torch.square(self.sigma)))
+        return raw * match_mask.unsqueeze(-1)
+
+    def forward(self, similarity: torch.Tensor, match_mask: torch.Tensor) -> torch.Tensor:
+        """Soft-TF per query term and kernel, K_k(M_i): [B, Lq, K]."""
+        return self.activations(similarity, match_mask).sum(2)
+
+
+def match_mask(query_mask: torch.Tensor, document_mask: torch.Tensor) -> torch.Tensor:
+    """[B, Lq] x [B, Ld] -> [B, Lq, Ld] outer product of two masks."""
+    return query_mask.unsqueeze(2) * document_mask.unsqueeze(1)
