@@ -3,7 +3,8 @@
 Generative story (docs/synthetic.md has the long version):
 
 1. *Vocabulary.* Pseudo-words made of consonant-vowel syllables (no English stop word, no
-   suffix Porter would strip, one token for BlingFire and Lucene). Three disjoint pools:
+   suffix Porter would strip, one token for BlingFire and Lucene), drawn from the seed alone so
+   both flavours share one language. Three disjoint pools:
    filler words with Zipf frequencies, *concepts* that each have 1..``max_forms`` surface
    forms (synonyms), and topical *context words*.
 2. *Topics.* A query is a topic: 2-4 concepts, each written in one chosen form (the query
@@ -182,8 +183,10 @@ def _pseudo_words(count: int, rng: np.random.Generator) -> np.ndarray:
 class _Generator:
     def __init__(self, cfg: SyntheticConfig, seed: int):
         self.cfg = cfg
+        # The words depend on the seed only, so passage and document data share one language
+        # (a passage-trained model can be applied to documents); everything else on the flavour.
+        self.vocab = _Vocabulary(cfg, np.random.default_rng([seed]))
         self.rng = np.random.default_rng([seed, zlib.crc32(cfg.flavour.encode())])
-        self.vocab = _Vocabulary(cfg, self.rng)
 
     def topic(self) -> Topic:
         cfg, rng = self.cfg, self.rng
