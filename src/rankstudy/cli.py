@@ -74,6 +74,80 @@ def _first_stage_table(args: argparse.Namespace) -> None:
     first_stage_table([Path(p) for p in args.metrics], args.measures, Path(args.out_prefix))
 
 
+def _vocab(args: argparse.Namespace) -> None:
+    from rankstudy.formats import read_queries
+    from rankstudy.text.vocab import build_vocabulary
+
+    extra = [text for path in args.queries for text in read_queries(path).values()]
+    vocab = build_vocabulary(Path(args.collection), args.min_count, extra_texts=extra)
+    vocab.save(Path(args.out))
+    log.info("wrote %s: %d terms (vocab.tsv, vocab.json)", args.out, len(vocab))
+
+
+def _store(args: argparse.Namespace) -> None:
+    from rankstudy.store import build_store
+    from rankstudy.text.vocab import Vocabulary
+
+    count = build_store(Path(args.input), Vocabulary.load(args.vocab), Path(args.out), kind=args.kind)
+    log.info("wrote %s: token store of %d %s texts", args.out, count, args.kind)
+
+
+def _embeddings(args: argparse.Namespace) -> None:
+    from rankstudy.config import from_json
+    from rankstudy.store import TokenStore
+    from rankstudy.text.embeddings import EmbeddingConfig, build_embeddings, save_embeddings
+    from rankstudy.text.vocab import Vocabulary
+
+    config = from_json(EmbeddingConfig, args.config, "embeddings")
+    store = TokenStore(args.store) if args.store else None
+    array = build_embeddings(config, Vocabulary.load(args.vocab), args.seed, store=store)
+    save_embeddings(Path(args.out), array)
+    log.info("wrote %s: %s embeddings %s", args.out, config.method, array.shape)
+
+
+def _examples(args: argparse.Namespace) -> None:
+    from rankstudy.formats import read_qrels, read_run
+    from rankstudy.train import examples
+
+    qrels, run = read_qrels(args.qrels), read_run(args.candidates)
+    common = dict(rel_threshold=args.rel_threshold, negatives_depth=args.negatives_depth,
+                  per_query=args.per_query, seed=args.seed)
+    if args.kind == "triples":
+        examples.write_triples(args.out, examples.make_triples(qrels, run, **common))
+    else:
+        examples.write_groups(args.out, examples.make_groups(qrels, run, negatives=args.negatives, **common))
+
+
+def _tune_depth(args: argparse.Namespace) -> None:
+    from rankstudy.atomic import atomic_open
+    from rankstudy.formats import read_qrels, read_run
+    from rankstudy.rerank import tune_depth
+
+    start, stop, step = args.depths
+    depth, table = tune_depth(read_run(args.first_stage), read_run(args.neural), read_qrels(args.qrels),
+                              range(start, stop + 1, step), args.measure, args.rel_threshold)
+    with atomic_open(args.out_json) as out:
+        json.dump({"depth": depth, "measure": args.measure, "table": table.to_dict("records")}, out, indent=2)
+
+
+def _apply_depth(args: argparse.Namespace) -> None:
+    from rankstudy.formats import read_run, write_run
+    from rankstudy.rerank import rerank_to_depth
+
+    try:
+        depth = int(json.loads(Path(args.depth_json).read_text())["depth"])
+    except (OSError, ValueError, KeyError, TypeError) as error:
+        raise StudyError(f"{args.depth_json}: expected JSON with an integer 'depth' ({error})") from None
+    write_run(args.out, rerank_to_depth(read_run(args.first_stage), read_run(args.neural), depth), args.tag)
+
+
+def _ensemble(args: argparse.Namespace) -> None:
+    from rankstudy.formats import read_run, write_run
+    from rankstudy.rerank import ensemble
+
+    write_run(args.out, ensemble([read_run(path) for path in args.runs]), args.tag)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m rankstudy", description=__doc__.splitlines()[0])
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
@@ -123,6 +197,66 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--measures", nargs="+", required=True, help="columns, in order")
     p.add_argument("--out-prefix", required=True, help="writes PREFIX.csv, PREFIX.md and PREFIX.tex")
     p.set_defaults(handler=_first_stage_table)
+
+    p = commands.add_parser("vocab", help="build the vocabulary (vocab.tsv, vocab.json) from a collection")
+    p.add_argument("--collection", required=True)
+    p.add_argument("--queries", nargs="*", default=[], help="query files whose terms join the vocabulary")
+    p.add_argument("--min-count", type=int, default=1, help="keep terms seen at least this often")
+    p.add_argument("--out", required=True, help="vocabulary directory")
+    p.set_defaults(handler=_vocab)
+
+    p = commands.add_parser("store", help="encode an id<TAB>text file into a token store")
+    p.add_argument("--input", required=True)
+    p.add_argument("--kind", required=True, choices=["collection", "queries"])
+    p.add_argument("--vocab", required=True, help="vocabulary directory")
+    p.add_argument("--out", required=True, help="store directory")
+    p.set_defaults(handler=_store)
+
+    p = commands.add_parser("embeddings", help="train (word2vec, fasttext) or load (glove) embeddings")
+    p.add_argument("--store", help="collection token store (word2vec, fasttext)")
+    p.add_argument("--vocab", required=True, help="vocabulary directory")
+    p.add_argument("--config", required=True, help="the embeddings config section as JSON")
+    p.add_argument("--seed", type=int, required=True)
+    p.add_argument("--out", required=True, help="embeddings .npy file")
+    p.add_argument("--threads", type=int, default=1, help="ignored: training uses one thread for determinism")
+    p.set_defaults(handler=_embeddings)
+
+    p = commands.add_parser("examples", help="sample training triples (pairwise) or groups (listwise)")
+    p.add_argument("--qrels", required=True, help="train qrels")
+    p.add_argument("--candidates", required=True, help="first-stage run of the train queries")
+    p.add_argument("--out", required=True, help="triples.tsv or groups.tsv")
+    p.add_argument("--kind", required=True, choices=["triples", "groups"])
+    p.add_argument("--rel-threshold", type=int, default=1, help="lowest grade counted as a positive")
+    p.add_argument("--negatives-depth", type=int, required=True, help="negatives come from this many top candidates")
+    p.add_argument("--per-query", type=int, required=True, help="examples per query")
+    p.add_argument("--negatives", type=int, default=1, help="negatives per group (groups only)")
+    p.add_argument("--seed", type=int, required=True)
+    p.set_defaults(handler=_examples)
+
+    p = commands.add_parser("tune-depth", help="pick the re-ranking depth that maximises a measure")
+    p.add_argument("--first-stage", required=True, help="first-stage run")
+    p.add_argument("--neural", required=True, help="neural scores of the candidates (run)")
+    p.add_argument("--qrels", required=True)
+    p.add_argument("--measure", required=True, help="ir-measures string, e.g. RR@10")
+    p.add_argument("--rel-threshold", type=int, default=1)
+    p.add_argument("--depths", type=int, nargs=3, default=[5, 100, 5], metavar=("START", "STOP", "STEP"),
+                   help="depths START..STOP (inclusive) every STEP")
+    p.add_argument("--out-json", required=True, help='writes {"depth": n, "measure": m, "table": [...]}')
+    p.set_defaults(handler=_tune_depth)
+
+    p = commands.add_parser("apply-depth", help="re-rank the top depth candidates (depth from tune-depth)")
+    p.add_argument("--first-stage", required=True)
+    p.add_argument("--neural", required=True)
+    p.add_argument("--depth-json", required=True, help="output of tune-depth")
+    p.add_argument("--out", required=True, help="TREC run")
+    p.add_argument("--tag", required=True)
+    p.set_defaults(handler=_apply_depth)
+
+    p = commands.add_parser("ensemble", help="average the scores of several runs (same candidates)")
+    p.add_argument("--runs", nargs="+", required=True)
+    p.add_argument("--out", required=True)
+    p.add_argument("--tag", required=True)
+    p.set_defaults(handler=_ensemble)
     return parser
 
 

@@ -1,0 +1,8 @@
+"""Text pipeline for the neural re-rankers (docs/neural.md): tokenisation, vocabulary, embeddings.
+
+The token store (token ids of every text, memory-mapped) lives in ``rankstudy.store``.
+"""
+
+from rankstudy.text.tokenize import tokenize
+
+__all__ = ["tokenize"]

@@ -1,0 +1,139 @@
+"""Training examples sampled from qrels and first-stage candidates (see docs/neural.md).
+
+* Positives: the query's judged documents with grade >= ``rel_threshold``.
+* Negatives: the query's top ``negatives_depth`` candidates (by score) whose grade (0 when
+  unjudged) is below ``rel_threshold``.
+* Queries are visited in qid order, each with its own draws from one
+  ``numpy.random.default_rng(seed)``; queries without a positive or a negative are skipped.
+
+``triples.tsv``: ``qid<TAB>positive<TAB>negative``; ``groups.tsv``: ``qid<TAB>positive<TAB>n1,n2,...``.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+from typing import Iterable, Sequence
+
+import numpy as np
+
+from rankstudy.atomic import atomic_open
+from rankstudy.errors import StudyError
+from rankstudy.formats import FormatError, Qrels, Run, _lines
+
+log = logging.getLogger(__name__)
+
+Triple = tuple[str, str, str]
+Group = tuple[str, str, tuple[str, ...]]
+
+_ID = re.compile(r"^[^\s,]+$")
+
+
+def _pools(qrels: Qrels, run: Run, rel_threshold: int, negatives_depth: int):
+    """Yield ``(qid, positives, negatives)`` for usable queries; log the skipped ones."""
+    if rel_threshold < 1 or negatives_depth < 1:
+        raise StudyError("rel_threshold and negatives_depth must be at least 1")
+    no_positive = no_negative = 0
+    for qid in sorted(qrels):
+        judged = qrels[qid]
+        positives = sorted(d for d, grade in judged.items() if grade >= rel_threshold)
+        ranking = sorted(run.get(qid, []), key=lambda item: -item[1])[:negatives_depth]
+        negatives = [d for d, _ in ranking if judged.get(d, 0) < rel_threshold]
+        if not positives:
+            no_positive += 1
+        elif not negatives:
+            no_negative += 1
+        else:
+            yield qid, positives, negatives
+    if no_positive or no_negative:
+        log.info("skipped %d of %d queries: %d without a positive, %d without a negative in the top %d",
+                 no_positive + no_negative, len(qrels), no_positive, no_negative, negatives_depth)
+
+
+def make_triples(qrels: Qrels, candidates_run: Run, rel_threshold: int, negatives_depth: int,
+                 per_query: int, seed: int) -> list[Triple]:
+    """``per_query`` (qid, positive, negative) triples per query.
+
+    Pairs are drawn from positives x negatives without replacement while there are enough
+    distinct pairs, with replacement otherwise.
+    """
+    if per_query < 1:
+        raise StudyError(f"per_query must be at least 1, got {per_query}")
+    rng = np.random.default_rng(seed)
+    triples: list[Triple] = []
+    for qid, positives, negatives in _pools(qrels, candidates_run, rel_threshold, negatives_depth):
+        pairs = len(positives) * len(negatives)
+        for index in rng.choice(pairs, size=per_query, replace=per_query > pairs):
+            p, n = divmod(int(index), len(negatives))
+            triples.append((qid, positives[p], negatives[n]))
+    log.info("%d triples", len(triples))
+    return triples
+
+
+def make_groups(qrels: Qrels, candidates_run: Run, rel_threshold: int, negatives_depth: int,
+                per_query: int, negatives: int, seed: int) -> list[Group]:
+    """``per_query`` groups (qid, positive, ``negatives`` negatives) per query.
+
+    A group's negatives are distinct when the query has at least ``negatives`` of them.
+    """
+    if per_query < 1 or negatives < 1:
+        raise StudyError(f"per_query and negatives must be at least 1, got {per_query} and {negatives}")
+    rng = np.random.default_rng(seed)
+    groups: list[Group] = []
+    for qid, positives, pool in _pools(qrels, candidates_run, rel_threshold, negatives_depth):
+        for _ in range(per_query):
+            positive = positives[int(rng.integers(len(positives)))]
+            chosen = rng.choice(len(pool), size=negatives, replace=negatives > len(pool))
+            groups.append((qid, positive, tuple(pool[int(i)] for i in chosen)))
+    log.info("%d groups of 1 positive + %d negatives", len(groups), negatives)
+    return groups
+
+
+def write_triples(path: str | os.PathLike, triples: Iterable[Sequence[str]]) -> None:
+    with atomic_open(path) as out:
+        for qid, positive, negative in triples:
+            out.write(f"{qid}\t{positive}\t{negative}\n")
+
+
+def write_groups(path: str | os.PathLike, groups: Iterable[tuple[str, str, Sequence[str]]]) -> None:
+    with atomic_open(path) as out:
+        for qid, positive, negatives in groups:
+            out.write(f"{qid}\t{positive}\t{','.join(negatives)}\n")
+
+
+def _fields(path, number: int, line: str, expected: str) -> list[str]:
+    parts = line.split("\t")
+    if len(parts) != 3 or not all(_ID.match(p) for p in parts[:2]):
+        raise FormatError(path, number, expected, line)
+    return parts
+
+
+def read_triples(path: str | os.PathLike) -> list[Triple]:
+    expected = "3 tab-separated ids 'qid<TAB>positive<TAB>negative'"
+    triples = []
+    for number, line in _lines(path):
+        if line.strip():
+            qid, positive, negative = _fields(path, number, line, expected)
+            if not _ID.match(negative):
+                raise FormatError(path, number, expected, line)
+            triples.append((qid, positive, negative))
+    return triples
+
+
+def read_groups(path: str | os.PathLike) -> list[Group]:
+    """Read groups; every group must have the same number of negatives."""
+    expected = "3 tab-separated fields 'qid<TAB>positive<TAB>neg1,neg2,...'"
+    groups: list[Group] = []
+    for number, line in _lines(path):
+        if not line.strip():
+            continue
+        qid, positive, field = _fields(path, number, line, expected)
+        negatives = tuple(field.split(","))
+        if not all(_ID.match(n) for n in negatives):
+            raise FormatError(path, number, expected, line)
+        if groups and len(negatives) != len(groups[0][2]):
+            raise FormatError(path, number, f"{len(groups[0][2])} negatives, as on the first line",
+                              f"{len(negatives)} negatives")
+        groups.append((qid, positive, negatives))
+    return groups

@@ -1,0 +1,334 @@
+"""One training loop for every re-ranker: batches, validation, early stopping, checkpoints, resume.
+
+Output directory (docs/neural.md): ``model.pt`` (best state_dict), ``checkpoint.pt`` (the last
+validation: model, optimiser, RNG states, early-stopping state, log rows), ``log.csv``
+(``step, loss, metric, best``) and ``config.json``. Every file is written atomically.
+
+Determinism: the examples of step ``k`` are a pure function of ``(seed, k)`` (one permutation per
+epoch from ``default_rng([seed, epoch])``), and the checkpoint restores every RNG, so a run
+killed and resumed ends with the same ``model.pt`` and ``log.csv`` as an uninterrupted one
+(bit for bit on CPU; on GPU as far as its kernels are deterministic).
+"""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import json
+import logging
+import math
+import random
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Mapping, Sequence
+
+import numpy as np
+import torch
+from tqdm import tqdm
+
+from rankstudy.atomic import atomic_open, atomic_path
+from rankstudy.errors import StudyError
+from rankstudy.evaluate import aggregate, evaluate_run, parse_measures
+from rankstudy.formats import Qrels, Run
+from rankstudy.rerank import rerank_to_depth, score_candidates
+from rankstudy.train.losses import listwise_softmax_ce, pairwise_margin_loss
+
+log = logging.getLogger(__name__)
+
+LOG_COLUMNS = ["step", "loss", "metric", "best"]
+
+
+class TrainingInterrupted(KeyboardInterrupt):
+    """Raised by ``train(kill_after_step=k)`` after step k, to simulate a killed job."""
+
+
+@dataclass
+class TrainConfig:
+    loss: str  # "pairwise" (triples) or "listwise" (groups)
+    max_steps: int
+    validate_every: int  # steps between validations (the last step is always validated)
+    patience: int  # validations without improvement before stopping
+    metric: str  # ir-measures string, e.g. "RR@10"
+    validation_depth: int  # candidates re-ranked per validation query
+    batch_size: int = 32
+    rel_threshold: int = 1
+    learning_rates: dict[str, float] = field(default_factory=lambda: {"default": 1e-3})
+    weight_decay: float = 0.0
+    max_query_length: int = 30
+    max_doc_length: int = 200
+    device: str = "auto"
+    grad_clip: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.loss not in ("pairwise", "listwise"):
+            raise ValueError(f"loss must be 'pairwise' or 'listwise', not {self.loss!r}")
+        for name in ("max_steps", "validate_every", "patience", "validation_depth", "batch_size",
+                     "rel_threshold", "max_query_length", "max_doc_length"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise ValueError(f"{name} must be a positive integer, got {value!r}")
+        try:
+            parse_measures([self.metric], self.rel_threshold)
+        except StudyError as error:
+            raise ValueError(str(error)) from None
+        if not isinstance(self.learning_rates, Mapping) or "default" not in self.learning_rates:
+            raise ValueError("learning_rates must map optimizer groups to rates and contain 'default'")
+        for group, lr in self.learning_rates.items():
+            if not _number(lr) or lr <= 0:
+                raise ValueError(f"learning_rates.{group} must be a positive number, got {lr!r}")
+        if not _number(self.weight_decay) or self.weight_decay < 0:
+            raise ValueError(f"weight_decay must be a non-negative number, got {self.weight_decay!r}")
+        if self.grad_clip is not None and (not _number(self.grad_clip) or self.grad_clip <= 0):
+            raise ValueError(f"grad_clip must be null or a positive number, got {self.grad_clip!r}")
+        if self.device != "auto" and self.device.split(":")[0] not in ("cpu", "cuda"):
+            raise ValueError(f"device must be 'auto', 'cpu' or 'cuda[:n]', not {self.device!r}")
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def resolve_device(name: str | torch.device) -> torch.device:
+    """``"auto"``: CUDA when available, else CPU; asking for CUDA without one is an error."""
+    if str(name) == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    try:
+        device = torch.device(name)
+    except RuntimeError:
+        raise StudyError(f"unknown device {name!r}") from None
+    if device.type not in ("cpu", "cuda"):
+        raise StudyError(f"unsupported device {name!r}: use auto, cpu or cuda")
+    if device.type == "cuda" and not torch.cuda.is_available():
+        raise StudyError(f"device {name!r} requested but CUDA is not available")
+    return device
+
+
+def optimizer_groups(model: torch.nn.Module, learning_rates: Mapping[str, float]) -> list[dict]:
+    """Adam parameter groups from ``model.PARAM_GROUPS`` (prefix -> group; longest prefix wins).
+
+    Unlisted parameters are in group ``default``; frozen parameters are left out.
+    """
+    prefixes: Mapping[str, str] = getattr(model, "PARAM_GROUPS", {})
+    members: dict[str, list[torch.nn.Parameter]] = {}
+    for name, param in model.named_parameters():
+        if param.requires_grad:
+            matches = [prefix for prefix in prefixes if name.startswith(prefix)]
+            group = prefixes[max(matches, key=len)] if matches else "default"
+            members.setdefault(group, []).append(param)
+    if not members:
+        raise StudyError(f"{type(model).__name__} has no trainable parameters")
+    missing = [group for group in members if group not in learning_rates]
+    if missing:
+        raise StudyError(f"no learning rate for optimizer group(s) {', '.join(missing)} of {type(model).__name__}; "
+                         f"learning_rates has {', '.join(learning_rates)}")
+    groups = []
+    for group, params in members.items():
+        log.info("optimizer group %s: %d parameters, lr %g", group, sum(p.numel() for p in params), learning_rates[group])
+        groups.append({"params": params, "lr": learning_rates[group], "name": group})
+    return groups
+
+
+class BatchOrder:
+    """Example indices of step ``k`` (0-based): epoch ``k // b`` of ``b = max(1, n // size)`` batches."""
+
+    def __init__(self, n: int, batch_size: int, seed: int):
+        self.n, self.size, self.seed = n, batch_size, seed
+        self.per_epoch = max(1, n // batch_size)
+        self._epoch, self._perm = -1, np.empty(0, dtype=np.int64)
+
+    def __call__(self, step: int) -> np.ndarray:
+        epoch, i = divmod(step, self.per_epoch)
+        if epoch != self._epoch:
+            self._epoch, self._perm = epoch, np.random.default_rng([self.seed, epoch]).permutation(self.n)
+        return self._perm[i * self.size:(i + 1) * self.size]
+
+
+def batch_loss(model, batch: Sequence[tuple], listwise: bool, query_store, doc_store,
+               cfg: TrainConfig, device: torch.device) -> torch.Tensor:
+    """Score a batch's positives and negatives in one forward pass and return the loss."""
+    qids = [example[0] for example in batch]
+    if listwise:
+        docids = [d for _, positive, negatives in batch for d in (positive, *negatives)]
+    else:
+        docids = [example[1] for example in batch] + [example[2] for example in batch]
+    per_query = len(docids) // len(batch)
+    query = torch.as_tensor(query_store.batch(qids, cfg.max_query_length), dtype=torch.long, device=device)
+    docs = torch.as_tensor(doc_store.batch(docids, cfg.max_doc_length), dtype=torch.long, device=device)
+    if listwise:
+        scores = model(query.repeat_interleave(per_query, dim=0), docs)
+        return listwise_softmax_ce(scores.view(len(batch), per_query))
+    scores = model(torch.cat([query, query]), docs)
+    return pairwise_margin_loss(scores[:len(batch)], scores[len(batch):])
+
+
+def make_validator(run: Run, qrels: Qrels, query_store, doc_store, cfg: TrainConfig,
+                   batch_size: int | None = None) -> Callable[[torch.nn.Module], float]:
+    """``validate(model)``: mean ``cfg.metric`` after re-ranking the top ``validation_depth`` of ``run``."""
+    judged = {qid: ranking for qid, ranking in run.items() if qid in qrels}
+
+    def validate(model: torch.nn.Module) -> float:
+        device = next(model.parameters()).device
+        neural = score_candidates(model, judged, query_store, doc_store, cfg.validation_depth,
+                                  batch_size or cfg.batch_size, cfg.max_query_length, cfg.max_doc_length,
+                                  device, progress=False)
+        reranked = rerank_to_depth(judged, neural, cfg.validation_depth)
+        return float(aggregate(evaluate_run(reranked, qrels, [cfg.metric], cfg.rel_threshold))["value"].iloc[0])
+
+    return validate
+
+
+def _rng_states() -> dict:
+    return {"torch": torch.get_rng_state(), "numpy": np.random.get_state(), "python": random.getstate(),
+            "cuda": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None}
+
+
+def _set_rng_states(states: dict) -> None:
+    torch.set_rng_state(states["torch"])
+    np.random.set_state(states["numpy"])
+    random.setstate(states["python"])
+    if states["cuda"] is not None and torch.cuda.is_available():
+        torch.cuda.set_rng_state_all(states["cuda"])
+
+
+def _save(obj: Any, path: Path) -> None:
+    with atomic_path(path) as tmp:
+        torch.save(obj, tmp)
+
+
+def _cpu_state(model: torch.nn.Module) -> dict:
+    return {name: tensor.detach().cpu() for name, tensor in model.state_dict().items()}
+
+
+def _write_log(path: Path, rows: list[dict]) -> None:
+    with atomic_open(path) as out:
+        writer = csv.DictWriter(out, fieldnames=LOG_COLUMNS, lineterminator="\n")
+        writer.writeheader()
+        writer.writerows(rows)
+
+
+def _run_config(model, examples, cfg: TrainConfig, seed: int) -> dict:
+    return {"train": dataclasses.asdict(cfg), "seed": seed, "model": type(model).__name__, "examples": len(examples)}
+
+
+def _check_examples(examples: Sequence[tuple], listwise: bool) -> None:
+    if not examples:
+        raise StudyError("no training examples")
+    kinds = {isinstance(example[2], str) for example in examples}
+    if kinds != {not listwise}:
+        raise StudyError(f"loss {'listwise' if listwise else 'pairwise'} needs "
+                         f"{'groups (qid, positive, negatives)' if listwise else 'triples (qid, positive, negative)'}")
+    if listwise and len({len(example[2]) for example in examples}) != 1:
+        raise StudyError("every group needs the same number of negatives")
+
+
+def train(model: torch.nn.Module, examples: Sequence[tuple], query_store, doc_store,
+          validate: Callable[[torch.nn.Module], float], cfg: TrainConfig, out_dir, seed: int,
+          kill_after_step: int | None = None) -> dict:
+    """Train ``model`` on triples (pairwise) or groups (listwise); resume from ``out_dir/checkpoint.pt``.
+
+    Validates every ``cfg.validate_every`` steps and at the last step, keeps the best
+    state_dict in ``model.pt`` and stops after ``cfg.patience`` validations without
+    improvement. On return the model holds the best state. Returns ``{metric, best_metric,
+    best_step, steps, stopped_early}``.
+    """
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    listwise = cfg.loss == "listwise"
+    _check_examples(examples, listwise)
+    device = resolve_device(cfg.device)
+    torch.manual_seed(seed)
+    random.seed(seed)
+    np.random.seed(seed)
+    model.to(device)
+    optimizer = torch.optim.Adam(optimizer_groups(model, cfg.learning_rates), weight_decay=cfg.weight_decay)
+    config = _run_config(model, examples, cfg, seed)
+    state = {"step": 0, "best_metric": None, "best_step": None, "bad": 0, "rows": [], "done": False,
+             "stopped_early": False}
+    checkpoint_path, config_path = out_dir / "checkpoint.pt", out_dir / "config.json"
+    if checkpoint_path.exists():
+        _check_resume(config_path, config)
+        checkpoint = torch.load(checkpoint_path, map_location="cpu", weights_only=False)
+        model.load_state_dict(checkpoint.pop("model"))
+        optimizer.load_state_dict(checkpoint.pop("optimizer"))
+        _set_rng_states(checkpoint.pop("rng"))
+        state = checkpoint
+        log.info("resuming %s from step %d (best %s %s at step %s)", out_dir, state["step"], cfg.metric,
+                 state["best_metric"], state["best_step"])
+    else:  # keys written by the caller (e.g. the model's config) are kept
+        saved = json.loads(config_path.read_text()) if config_path.exists() else {}
+        with atomic_open(config_path) as out:
+            json.dump({**saved, **config}, out, indent=2)
+    if not state["done"]:
+        _loop(model, optimizer, examples, listwise, query_store, doc_store, validate, cfg, device, out_dir,
+              seed, state, kill_after_step)
+    model.load_state_dict(torch.load(out_dir / "model.pt", map_location=device))
+    summary = {"metric": cfg.metric, "best_metric": state["best_metric"], "best_step": state["best_step"],
+               "steps": state["step"], "stopped_early": state["stopped_early"]}
+    log.info("training done: %s", summary)
+    return summary
+
+
+def _check_resume(config_path: Path, config: dict) -> None:
+    """Refuse to resume a checkpoint written with another config, seed or example count (device aside)."""
+    if not config_path.exists():
+        return
+    saved = json.loads(config_path.read_text())
+    comparable = lambda c: {**c, "train": {k: v for k, v in c.get("train", {}).items() if k != "device"}}  # noqa: E731
+    if any(comparable(saved).get(key) != value for key, value in comparable(config).items()):
+        raise StudyError(f"{config_path.parent}: checkpoint.pt was written with a different config/seed/examples "
+                         f"({config_path}); delete the directory to start over")
+
+
+def _loop(model, optimizer, examples, listwise, query_store, doc_store, validate, cfg, device, out_dir, seed,
+          state, kill_after_step) -> None:
+    order = BatchOrder(len(examples), cfg.batch_size, seed)
+    losses: list[float] = []
+    model.train()
+    with tqdm(total=cfg.max_steps, initial=state["step"], desc="train", unit="step", dynamic_ncols=True) as bar:
+        for step in range(state["step"] + 1, cfg.max_steps + 1):
+            batch = [examples[i] for i in order(step - 1)]
+            loss = batch_loss(model, batch, listwise, query_store, doc_store, cfg, device)
+            if not torch.isfinite(loss):
+                raise StudyError(f"the training loss is {loss.item()} at step {step}")
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            if cfg.grad_clip is not None:
+                torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip)
+            optimizer.step()
+            losses.append(loss.item())
+            bar.update(1)
+            bar.set_postfix(loss=f"{losses[-1]:.4f}", refresh=False)
+            if step % cfg.validate_every == 0 or step == cfg.max_steps:
+                _validation(model, optimizer, validate, cfg, out_dir, state, step, losses)
+                losses = []
+            if kill_after_step is not None and step == kill_after_step:
+                raise TrainingInterrupted(f"killed after step {step}")
+            if state["done"]:
+                break
+
+
+def _validation(model, optimizer, validate, cfg, out_dir: Path, state: dict, step: int, losses: list[float]) -> None:
+    model.eval()
+    try:
+        with torch.no_grad():
+            metric = float(validate(model))
+    finally:
+        model.train()
+    if not math.isfinite(metric):
+        raise StudyError(f"validation {cfg.metric} is {metric} at step {step}")
+    improved = state["best_metric"] is None or metric > state["best_metric"]
+    if improved:
+        state.update(best_metric=metric, best_step=step, bad=0)
+        _save(_cpu_state(model), out_dir / "model.pt")
+    else:
+        state["bad"] += 1
+    state["stopped_early"] = state["bad"] >= cfg.patience
+    state["step"] = step
+    state["done"] = state["stopped_early"] or step >= cfg.max_steps
+    state["rows"].append({"step": step, "loss": sum(losses) / len(losses), "metric": metric,
+                          "best": state["best_metric"]})
+    log.info("step %d: loss %.4f, %s %.4f (best %.4f at step %d)%s", step, state["rows"][-1]["loss"], cfg.metric,
+             metric, state["best_metric"], state["best_step"], ", stopping early" if state["stopped_early"] else "")
+    _write_log(out_dir / "log.csv", state["rows"])
+    _save({"model": _cpu_state(model), "optimizer": optimizer.state_dict(), "rng": _rng_states(), **state},
+          out_dir / "checkpoint.pt")

@@ -1,0 +1,139 @@
+"""Re-ranking: scoring candidates, re-ranking depth (apply and tune), ensembles, and their CLI commands."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+import torch
+from torch import nn
+
+from rankstudy import cli
+from rankstudy.errors import StudyError
+from rankstudy.formats import read_run, write_qrels, write_run
+from rankstudy.rerank import ensemble, rerank_to_depth, score_candidates, tune_depth
+from rankstudy.train.examples import read_groups, read_triples
+
+
+class SumRanker(nn.Module):
+    """Dot product of sum-pooled embeddings (padding id 0 embeds to zero)."""
+
+    def __init__(self):
+        super().__init__()
+        self.embedding = nn.Embedding(20, 4, padding_idx=0)
+        with torch.no_grad():
+            self.embedding.weight.copy_(torch.randn(20, 4, generator=torch.Generator().manual_seed(0)))
+            self.embedding.weight[0] = 0
+
+    def forward(self, query, document):
+        return (self.embedding(query).sum(1) * self.embedding(document).sum(1)).sum(-1)
+
+
+class FakeStore:
+    def __init__(self, texts):
+        self.texts = texts
+
+    def batch(self, ids, max_length):
+        rows = [self.texts[i][:max_length] for i in ids]
+        out = np.zeros((len(rows), max(len(r) for r in rows)), dtype=np.int64)
+        for i, row in enumerate(rows):
+            out[i, :len(row)] = row
+        return out
+
+
+def test_score_candidates_scores_the_top_depth():
+    queries = FakeStore({"q1": [1, 2], "q2": [3]})
+    docs = FakeStore({f"d{i}": list(range(1 + i % 5, 4 + i % 7)) for i in range(8)})
+    run = {"q1": [(f"d{i}", 10.0 - i) for i in range(5)], "q2": [(f"d{i}", 1.0 + i) for i in range(3, 8)]}
+    model = SumRanker()
+    model.train()
+    result = score_candidates(model, run, queries, docs, depth=3, batch_size=2, max_query_length=5,
+                              max_doc_length=10, device="cpu", progress=False)
+    assert not model.training
+    assert {d for d, _ in result["q1"]} == {"d0", "d1", "d2"} and {d for d, _ in result["q2"]} == {"d7", "d6", "d5"}
+    for qid, ranking in result.items():
+        assert [s for _, s in ranking] == sorted((s for _, s in ranking), reverse=True)
+        for docid, score in ranking:
+            q = torch.tensor(queries.batch([qid], 5))
+            d = torch.tensor(docs.batch([docid], 10))
+            assert score == pytest.approx(model(q, d).item(), rel=1e-5)
+    wide = score_candidates(model, run, queries, docs, 3, 100, 5, 10, torch.device("cpu"), progress=False)
+    assert all(dict(wide[q]) == pytest.approx(dict(result[q]), rel=1e-5) for q in run)  # batching is invisible
+
+
+FIRST = {"q1": [("d1", 5.0), ("d2", 4.0), ("d3", 3.0), ("d4", 2.0), ("d5", 1.0)],
+         "q2": [("e1", 5.0), ("e2", 4.0), ("e3", 3.0), ("e4", 2.0), ("e5", 1.0)]}
+NEURAL = {"q1": [("d4", 0.95), ("d3", 0.9), ("d1", 0.5), ("d2", 0.4), ("d5", 0.1)],
+          "q2": [("e2", 0.8), ("e1", 0.2), ("e3", 0.1), ("e4", 0.05), ("e5", 0.0)]}
+QRELS = {"q1": {"d3": 1, "d1": 0}, "q2": {"e1": 1}}
+
+
+def test_rerank_to_depth():
+    result = rerank_to_depth(FIRST, NEURAL, 3)
+    assert [d for d, _ in result["q1"]] == ["d3", "d1", "d2", "d4", "d5"]
+    assert [s for _, s in result["q1"]] == pytest.approx([0.9, 0.5, 0.4, 0.4 - 1, 0.4 - 2])
+    assert [d for d, _ in rerank_to_depth(FIRST, NEURAL, 0)["q2"]] == ["e1", "e2", "e3", "e4", "e5"]
+    assert [d for d, _ in rerank_to_depth(FIRST, NEURAL, 10)["q1"]] == ["d4", "d3", "d1", "d2", "d5"]
+    with pytest.raises(StudyError, match="q1: candidate d3 .top 3. has no neural score"):
+        rerank_to_depth(FIRST, {"q1": NEURAL["q1"][:1] + NEURAL["q1"][2:]}, 3)
+
+
+def test_rerank_to_depth_survives_writing_the_run(tmp_path):
+    write_run(tmp_path / "r.run", rerank_to_depth(FIRST, NEURAL, 2), "x")
+    assert [d for d, _ in read_run(tmp_path / "r.run")["q1"]] == ["d1", "d2", "d3", "d4", "d5"]
+    assert [d for d, _ in read_run(tmp_path / "r.run")["q2"]] == ["e2", "e1", "e3", "e4", "e5"]
+
+
+def test_tune_depth_hand_computed():
+    # RR@10 per depth: q1 (relevant d3) and q2 (relevant e1)
+    expected = {1: (1 / 3 + 1) / 2, 2: (1 / 3 + 1 / 2) / 2, 3: (1 + 1 / 2) / 2, 4: (1 / 2 + 1 / 2) / 2, 5: 0.5}
+    best, table = tune_depth(FIRST, NEURAL, QRELS, [5, 4, 3, 2, 1], "RR@10", rel_threshold=1)
+    assert best == 3
+    assert table["depth"].tolist() == [1, 2, 3, 4, 5]
+    assert table["value"].tolist() == pytest.approx([expected[d] for d in range(1, 6)])
+    assert tune_depth(FIRST, NEURAL, QRELS, [5, 4], "RR@10")[0] == 4  # tie: the smallest depth
+    assert tune_depth(FIRST, NEURAL, QRELS, [1, 2], "RR@10")[0] == 1  # re-ranking hurts: keep the first stage
+    with pytest.raises(StudyError):
+        tune_depth(FIRST, NEURAL, QRELS, [], "RR@10")
+
+
+def test_ensemble_averages_scores():
+    a = {"q1": [("x", 1.0), ("y", 2.0)], "q2": [("z", 1.0)]}
+    b = {"q1": [("y", 0.0), ("x", 3.0)], "q2": [("z", 3.0)]}
+    assert ensemble([a, b]) == {"q1": [("x", 2.0), ("y", 1.0)], "q2": [("z", 2.0)]}
+    assert ensemble([a]) == {"q1": [("y", 2.0), ("x", 1.0)], "q2": [("z", 1.0)]}
+    with pytest.raises(StudyError, match="q1: runs 0 and 1 differ in documents \\['y'\\]"):
+        ensemble([a, {"q1": [("x", 1.0)], "q2": [("z", 1.0)]}])
+    with pytest.raises(StudyError, match="other queries"):
+        ensemble([a, {"q1": a["q1"]}])
+
+
+def test_cli_commands(tmp_path):
+    write_qrels(tmp_path / "qrels.txt", QRELS)
+    write_run(tmp_path / "first.run", FIRST, "bm25")
+    write_run(tmp_path / "neural.run", NEURAL, "tk")
+    base = ["--qrels", str(tmp_path / "qrels.txt"), "--candidates", str(tmp_path / "first.run"),
+            "--negatives-depth", "5", "--per-query", "3", "--seed", "1"]
+    assert cli.main(["examples", *base, "--kind", "triples", "--out", str(tmp_path / "triples.tsv")]) == 0
+    triples = read_triples(tmp_path / "triples.tsv")
+    assert len(triples) == 6 and all(p in {"d3", "e1"} and n not in {"d3", "e1"} for _, p, n in triples)
+    assert cli.main(["examples", *base, "--kind", "groups", "--negatives", "2", "--out", str(tmp_path / "g.tsv")]) == 0
+    assert all(len(set(n)) == 2 for _, _, n in read_groups(tmp_path / "g.tsv"))
+
+    runs = ["--first-stage", str(tmp_path / "first.run"), "--neural", str(tmp_path / "neural.run")]
+    assert cli.main(["tune-depth", *runs, "--qrels", str(tmp_path / "qrels.txt"), "--measure", "RR@10",
+                     "--depths", "1", "5", "1", "--out-json", str(tmp_path / "depth.json")]) == 0
+    tuned = json.loads((tmp_path / "depth.json").read_text())
+    assert tuned["depth"] == 3 and [row["depth"] for row in tuned["table"]] == [1, 2, 3, 4, 5]
+    assert cli.main(["apply-depth", *runs, "--depth-json", str(tmp_path / "depth.json"), "--out",
+                     str(tmp_path / "final.run"), "--tag", "tk"]) == 0
+    assert [d for d, _ in read_run(tmp_path / "final.run")["q1"]] == ["d3", "d1", "d2", "d4", "d5"]
+
+    assert cli.main(["ensemble", "--runs", str(tmp_path / "neural.run"), str(tmp_path / "first.run"),
+                     "--out", str(tmp_path / "ens.run"), "--tag", "p3"]) == 0
+    assert dict(read_run(tmp_path / "ens.run")["q1"])["d1"] == pytest.approx((5.0 + 0.5) / 2)
+    write_run(tmp_path / "short.run", {"q1": FIRST["q1"][:2], "q2": FIRST["q2"]}, "x")
+    assert cli.main(["ensemble", "--runs", str(tmp_path / "first.run"), str(tmp_path / "short.run"),
+                     "--out", str(tmp_path / "bad.run"), "--tag", "x"]) == 2
+    assert not (tmp_path / "bad.run").exists()

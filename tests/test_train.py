@@ -1,0 +1,333 @@
+"""Training: example sampling, losses, optimizer groups, the loop (early stopping, best model, resume)."""
+
+from __future__ import annotations
+
+import json
+import logging
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+from torch import nn
+
+from rankstudy.config import ConfigError, from_dict
+from rankstudy.errors import StudyError
+from rankstudy.formats import FormatError
+from rankstudy.train import examples as ex
+from rankstudy.train.losses import listwise_softmax_ce, pairwise_margin_loss
+from rankstudy.train.loop import (BatchOrder, TrainConfig, TrainingInterrupted, make_validator, optimizer_groups,
+                                  resolve_device, train)
+
+
+# --- toy ranker and store ------------------------------------------------------------------
+
+class ToyRanker(nn.Module):
+    """Mean-pooled embeddings, dot product, affine output; dropout exercises the RNG."""
+
+    PARAM_GROUPS = {"embedding.": "embeddings"}
+
+    def __init__(self, vocab: int = 50, dim: int = 16, init_seed: int = 0):
+        super().__init__()
+        self.embedding = nn.Embedding(vocab, dim, padding_idx=0)
+        self.dropout = nn.Dropout(0.1)
+        self.out = nn.Linear(1, 1)
+        generator = torch.Generator().manual_seed(init_seed)  # weights independent of the global RNG
+        with torch.no_grad():
+            self.embedding.weight.copy_(torch.randn(vocab, dim, generator=generator) * 0.3)
+            self.embedding.weight[0] = 0
+            self.out.weight.fill_(1.0)
+            self.out.bias.zero_()
+
+    def _pool(self, ids: torch.Tensor) -> torch.Tensor:
+        mask = (ids > 0).float().unsqueeze(-1)
+        return self.dropout((self.embedding(ids) * mask).sum(1) / mask.sum(1).clamp(min=1))
+
+    def forward(self, query: torch.Tensor, document: torch.Tensor) -> torch.Tensor:
+        dot = (self._pool(query) * self._pool(document)).sum(-1, keepdim=True)
+        return self.out(dot).squeeze(-1)
+
+
+class FakeStore:
+    """In-memory stand-in for ``rankstudy.store.TokenStore``."""
+
+    def __init__(self, texts: dict[str, list[int]]):
+        self.texts = texts
+
+    def batch(self, ids: list[str], max_length: int) -> np.ndarray:
+        rows = [self.texts[i][:max_length] for i in ids]
+        out = np.zeros((len(rows), max(len(r) for r in rows)), dtype=np.int64)
+        for i, row in enumerate(rows):
+            out[i, :len(row)] = row
+        return out
+
+
+def make_toy(per_topic: int = 5, fillers: int = 2):
+    """Topic t: query token 2+t, relevant documents hold token 12+t; fillers 22..49. Learnable."""
+    rng = np.random.default_rng(0)
+    queries, docs, qrels, runs = {}, {}, {}, {"train": {}, "val": {}}
+    for split, count in (("train", per_topic), ("val", 1)):
+        qrels[split] = {}
+        for t in range(10):
+            for j in range(count):
+                qid = f"{split}{t}_{j}"
+                queries[qid] = [2 + t]
+                topics = [t] + [int(u) for u in rng.choice([u for u in range(10) if u != t], 7, replace=False)]
+                candidates = []
+                for k, u in enumerate(topics):
+                    docid = f"{qid}_d{k}"
+                    docs[docid] = [12 + u] + [int(x) for x in rng.integers(22, 50, size=fillers)]
+                    candidates.append(docid)
+                qrels[split][qid] = {candidates[0]: 1}
+                order = rng.permutation(len(candidates))
+                runs[split][qid] = [(candidates[i], float(len(candidates) - r)) for r, i in enumerate(order)]
+    return {"queries": FakeStore(queries), "docs": FakeStore(docs), "qrels": qrels, "runs": runs}
+
+
+@pytest.fixture(scope="module")
+def toy():
+    return make_toy()
+
+
+def config(**overrides) -> TrainConfig:
+    settings = dict(loss="pairwise", max_steps=60, validate_every=10, patience=100, metric="RR@10",
+                    validation_depth=8, batch_size=16, learning_rates={"embeddings": 0.02, "default": 0.01},
+                    max_query_length=5, max_doc_length=8, device="cpu")
+    return TrainConfig(**{**settings, **overrides})
+
+
+def triples(toy, per_query=8):
+    return ex.make_triples(toy["qrels"]["train"], toy["runs"]["train"], 1, 8, per_query, seed=1)
+
+
+def groups(toy, per_query=4):
+    return ex.make_groups(toy["qrels"]["train"], toy["runs"]["train"], 1, 8, per_query, negatives=3, seed=1)
+
+
+def validator(toy, cfg):
+    return make_validator(toy["runs"]["val"], toy["qrels"]["val"], toy["queries"], toy["docs"], cfg)
+
+
+def fit(toy, cfg, out_dir, examples=None, init_seed=0, seed=7, **kwargs):
+    model = ToyRanker(init_seed=init_seed)
+    data = examples if examples is not None else triples(toy)
+    summary = train(model, data, toy["queries"], toy["docs"], validator(toy, cfg), cfg, out_dir, seed, **kwargs)
+    return model, summary
+
+
+def read_log(path):
+    return pd.read_csv(path)
+
+
+# --- examples ------------------------------------------------------------------------------
+
+QRELS = {"q1": {"a": 2, "b": 1, "c": 0}, "q2": {"x": 0}, "q3": {"p": 1}, "q4": {"z": 1}}
+RUN = {"q1": [("a", 6.0), ("c", 5.0), ("d", 4.0), ("e", 3.0), ("b", 2.0), ("f", 1.0)],
+       "q2": [("x", 1.0), ("y", 0.5)], "q3": [("p", 1.0)]}
+
+
+def test_triples_sample_positives_and_top_negatives(caplog):
+    with caplog.at_level(logging.INFO, logger="rankstudy.train.examples"):
+        result = ex.make_triples(QRELS, RUN, rel_threshold=1, negatives_depth=4, per_query=4, seed=0)
+    assert len(result) == 4 and len(set(result)) == 4  # 6 distinct pairs: drawn without replacement
+    assert {q for q, _, _ in result} == {"q1"}
+    assert {p for _, p, _ in result} <= {"a", "b"} and {n for _, _, n in result} <= {"c", "d", "e"}
+    assert "skipped 3 of 4 queries: 1 without a positive, 2 without a negative in the top 4" in caplog.text
+
+    many = ex.make_triples(QRELS, RUN, 1, 4, per_query=10, seed=0)  # more than the 6 pairs: with replacement
+    assert len(many) == 10 and {(p, n) for _, p, n in many} <= {(p, n) for p in "ab" for n in "cde"}
+
+    strict = ex.make_triples(QRELS, RUN, rel_threshold=2, negatives_depth=6, per_query=20, seed=0)
+    assert {p for _, p, _ in strict} == {"a"} and {n for _, _, n in strict} == {"c", "d", "e", "b", "f"}
+
+
+def test_sampling_is_determined_by_the_seed():
+    assert ex.make_triples(QRELS, RUN, 1, 6, 3, seed=5) == ex.make_triples(QRELS, RUN, 1, 6, 3, seed=5)
+    assert len({tuple(ex.make_triples(QRELS, RUN, 1, 6, 3, seed=s)) for s in range(10)}) > 1
+    assert ex.make_groups(QRELS, RUN, 1, 6, 3, 2, seed=5) == ex.make_groups(QRELS, RUN, 1, 6, 3, 2, seed=5)
+
+
+def test_groups_have_distinct_negatives_when_possible():
+    result = ex.make_groups(QRELS, RUN, 1, 6, per_query=5, negatives=3, seed=0)
+    assert len(result) == 5
+    for qid, positive, negatives in result:
+        assert qid == "q1" and positive in {"a", "b"}
+        assert len(set(negatives)) == 3 and set(negatives) <= {"c", "d", "e", "f"}
+    padded = ex.make_groups(QRELS, RUN, 1, 3, per_query=2, negatives=4, seed=0)  # only c, d: with replacement
+    assert all(len(n) == 4 and set(n) <= {"c", "d"} for _, _, n in padded)
+
+
+def test_examples_round_trip_and_malformed_lines(tmp_path):
+    t = ex.make_triples(QRELS, RUN, 1, 6, 3, seed=0)
+    ex.write_triples(tmp_path / "triples.tsv", t)
+    assert ex.read_triples(tmp_path / "triples.tsv") == t
+    g = ex.make_groups(QRELS, RUN, 1, 6, 3, 2, seed=0)
+    ex.write_groups(tmp_path / "groups.tsv", g)
+    assert ex.read_groups(tmp_path / "groups.tsv") == g
+    assert (tmp_path / "groups.tsv").read_text().splitlines()[0].count(",") == 1
+
+    bad = tmp_path / "bad.tsv"
+    for reader, text, line, expected in [
+        (ex.read_triples, "q1\ta\tb\nq1\ta\n", 2, "3 tab-separated ids"),
+        (ex.read_triples, "q1\ta\tb c\n", 1, "3 tab-separated ids"),
+        (ex.read_groups, "q1\ta\tb,c\nq1\ta\tb,,c\n", 2, "neg1,neg2"),
+        (ex.read_groups, "q1\ta\tb,c\nq2\ta\tb\n", 2, "2 negatives, as on the first line"),
+    ]:
+        bad.write_text(text)
+        with pytest.raises(FormatError) as error:
+            reader(bad)
+        assert error.value.path == str(bad) and error.value.line == line and expected in str(error.value)
+
+
+# --- losses --------------------------------------------------------------------------------
+
+def test_pairwise_margin_loss_values_and_gradients():
+    pos = torch.tensor([3.0, 0.5, 1.0], requires_grad=True)
+    neg = torch.tensor([1.0, 1.0, 1.0], requires_grad=True)
+    loss = pairwise_margin_loss(pos, neg)
+    assert loss.item() == pytest.approx((0 + 1.5 + 1.0) / 3)
+    assert loss.item() == pytest.approx(nn.MarginRankingLoss(margin=1.0)(pos, neg, torch.ones(3)).item())
+    loss.backward()
+    assert pos.grad.tolist() == pytest.approx([0, -1 / 3, -1 / 3])  # raising a violated positive lowers the loss
+    assert neg.grad.tolist() == pytest.approx([0, 1 / 3, 1 / 3])
+    assert pairwise_margin_loss(pos, neg, margin=0.0).item() == pytest.approx(0.5 / 3)
+
+
+def test_listwise_softmax_ce_values_and_gradients():
+    scores = torch.tensor([[2.0, 0.0, 0.0], [0.0, 0.0, 0.0]], requires_grad=True)
+    loss = listwise_softmax_ce(scores)
+    expected = (np.log(1 + 2 * np.exp(-2.0)) + np.log(3.0)) / 2
+    assert loss.item() == pytest.approx(expected)
+    assert loss.item() == pytest.approx(nn.functional.cross_entropy(scores, torch.zeros(2, dtype=torch.long)).item())
+    loss.backward()
+    assert (scores.grad[:, 0] < 0).all() and (scores.grad[:, 1:] > 0).all()
+    with pytest.raises(ValueError):
+        listwise_softmax_ce(torch.zeros(3, 1))
+
+
+# --- config, device, optimizer groups -------------------------------------------------------
+
+def test_train_config_validation():
+    base = dict(loss="pairwise", max_steps=10, validate_every=5, patience=2, metric="nDCG@10", validation_depth=50)
+    cfg = from_dict(TrainConfig, {**base, "learning_rates": {"embeddings": 1e-4, "default": 1e-3}})
+    assert cfg.batch_size == 32 and cfg.grad_clip is None
+    for bad, message in [({"loss": "hinge"}, "loss must be"), ({"learning_rates": {"embeddings": 1e-4}}, "'default'"),
+                         ({"metric": "NoSuchMeasure@3"}, "unknown measure"), ({"patience": 0}, "patience"),
+                         ({"grad_clip": -1.0}, "grad_clip"), ({"device": "tpu"}, "device"),
+                         ({"learning_rates": {"default": "1e-3"}}, "learning_rates.default")]:
+        with pytest.raises(ConfigError, match=message):
+            from_dict(TrainConfig, {**base, **bad}, "training")
+
+
+def test_resolve_device():
+    assert resolve_device("cpu") == torch.device("cpu")
+    assert resolve_device("auto").type == ("cuda" if torch.cuda.is_available() else "cpu")
+    with pytest.raises(StudyError):
+        resolve_device("tpu")
+    if not torch.cuda.is_available():
+        with pytest.raises(StudyError, match="CUDA is not available"):
+            resolve_device("cuda")
+
+
+def test_optimizer_groups(caplog):
+    model = ToyRanker(vocab=50, dim=16)
+    with caplog.at_level(logging.INFO, logger="rankstudy.train.loop"):
+        groups = optimizer_groups(model, {"embeddings": 1e-4, "contextualizer": 5e-5, "default": 1e-3})
+    assert [(g["name"], g["lr"]) for g in groups] == [("embeddings", 1e-4), ("default", 1e-3)]
+    assert groups[0]["params"] == [model.embedding.weight] and groups[1]["params"] == list(model.out.parameters())
+    assert "optimizer group embeddings: 800 parameters, lr 0.0001" in caplog.text
+    assert "optimizer group default: 2 parameters, lr 0.001" in caplog.text
+    optimizer = torch.optim.Adam(groups)
+    assert [g["lr"] for g in optimizer.param_groups] == [1e-4, 1e-3]
+    with pytest.raises(StudyError, match="no learning rate for optimizer group.*embeddings"):
+        optimizer_groups(model, {"default": 1e-3})
+    model.embedding.weight.requires_grad_(False)  # frozen parameters need no rate
+    assert [g["name"] for g in optimizer_groups(model, {"default": 1e-3})] == ["default"]
+
+
+def test_batch_order_is_a_function_of_seed_and_step():
+    order = BatchOrder(10, 4, seed=3)
+    steps = [order(k).tolist() for k in range(6)]
+    assert steps == [BatchOrder(10, 4, seed=3)(k).tolist() for k in range(6)]
+    assert all(len(s) == 4 for s in steps)
+    assert len(set(steps[0] + steps[1])) == 8  # an epoch has no repeats (2 batches, remainder dropped)
+    assert steps[:2] != steps[2:4]  # a new permutation per epoch
+    assert BatchOrder(3, 8, seed=0)(5).tolist() != []  # fewer examples than a batch: one batch of all
+
+
+# --- training loop -------------------------------------------------------------------------
+
+def test_pairwise_training_learns_the_toy_problem(toy, tmp_path):
+    cfg = config()
+    before = validator(toy, cfg)(ToyRanker(init_seed=0))
+    model, summary = fit(toy, cfg, tmp_path / "run")
+    log = read_log(tmp_path / "run" / "log.csv")
+    assert list(log.columns) == ["step", "loss", "metric", "best"]
+    assert log["step"].tolist() == [10, 20, 30, 40, 50, 60]
+    assert log["loss"].iloc[-1] < 0.5 * log["loss"].iloc[0]
+    assert summary["best_metric"] > before + 0.3 and summary["best_metric"] >= 0.85
+    assert summary["steps"] == 60 and not summary["stopped_early"]
+    assert validator(toy, cfg)(model) == summary["best_metric"]  # the model holds the best state on return
+    assert {p.name for p in (tmp_path / "run").iterdir()} == {"model.pt", "checkpoint.pt", "log.csv", "config.json"}
+
+
+def test_listwise_training_learns_the_toy_problem(toy, tmp_path):
+    cfg = config(loss="listwise", batch_size=8)
+    before = validator(toy, cfg)(ToyRanker(init_seed=0))
+    _, summary = fit(toy, cfg, tmp_path / "run", examples=groups(toy))
+    log = read_log(tmp_path / "run" / "log.csv")
+    assert log["loss"].iloc[-1] < 0.5 * log["loss"].iloc[0]
+    assert summary["best_metric"] > before + 0.3
+    with pytest.raises(StudyError, match="listwise needs groups"):
+        fit(toy, cfg, tmp_path / "wrong", examples=triples(toy))
+
+
+def test_early_stopping_keeps_the_best_model(toy, tmp_path):
+    values, snapshots = iter([0.5, 0.7, 0.6, 0.65, 0.9]), []
+
+    def validate(model):
+        assert not model.training and not torch.is_grad_enabled()
+        snapshots.append({k: v.clone() for k, v in model.state_dict().items()})
+        return next(values)
+
+    cfg = config(max_steps=100, validate_every=5, patience=2)
+    model = ToyRanker()
+    summary = train(model, triples(toy), toy["queries"], toy["docs"], validate, cfg, tmp_path, seed=1)
+    assert summary == {"metric": "RR@10", "best_metric": 0.7, "best_step": 10, "steps": 20, "stopped_early": True}
+    log = read_log(tmp_path / "log.csv")
+    assert log["step"].tolist() == [5, 10, 15, 20] and log["best"].tolist() == [0.5, 0.7, 0.7, 0.7]
+    best = torch.load(tmp_path / "model.pt")
+    assert all(torch.equal(best[k], snapshots[1][k]) for k in best)
+    assert not torch.equal(best["embedding.weight"], snapshots[3]["embedding.weight"])
+    assert all(torch.equal(v, best[k]) for k, v in model.state_dict().items())
+
+
+def test_resume_after_a_kill_gives_the_same_result(toy, tmp_path):
+    cfg = config(max_steps=50, validate_every=10, patience=2)
+    _, full = fit(toy, cfg, tmp_path / "full")
+
+    killed = tmp_path / "killed"
+    with pytest.raises(TrainingInterrupted):
+        fit(toy, cfg, killed, kill_after_step=20)
+    assert read_log(killed / "log.csv")["step"].tolist() == [10, 20]
+    with pytest.raises(TrainingInterrupted):  # killed between checkpoints: steps 21..25 are redone
+        fit(toy, cfg, killed, init_seed=99, kill_after_step=25)
+    _, resumed = fit(toy, cfg, killed, init_seed=99)  # the checkpoint replaces the fresh weights
+
+    assert resumed == full
+    assert (killed / "log.csv").read_bytes() == (tmp_path / "full" / "log.csv").read_bytes()
+    a, b = torch.load(tmp_path / "full" / "model.pt"), torch.load(killed / "model.pt")
+    assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
+
+    model, again = fit(toy, cfg, tmp_path / "full", init_seed=5)  # finished: nothing to do, best state loaded
+    assert again == full and torch.equal(model.embedding.weight, a["embedding.weight"])
+
+
+def test_resume_with_another_config_is_refused(toy, tmp_path):
+    (tmp_path / "config.json").write_text('{"model_config": {"dim": 16}}')  # written by the caller: kept
+    with pytest.raises(TrainingInterrupted):
+        fit(toy, config(), tmp_path, kill_after_step=10)
+    saved = json.loads((tmp_path / "config.json").read_text())
+    assert saved["model_config"] == {"dim": 16} and saved["seed"] == 7 and saved["train"]["batch_size"] == 16
+    with pytest.raises(StudyError, match="different config"):
+        fit(toy, config(batch_size=8), tmp_path)
