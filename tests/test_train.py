@@ -268,7 +268,7 @@ def test_pairwise_training_learns_the_toy_problem(toy, tmp_path):
     assert summary["best_metric"] > before + 0.3 and summary["best_metric"] >= 0.85
     assert summary["steps"] == 60 and not summary["stopped_early"]
     assert validator(toy, cfg)(model) == summary["best_metric"]  # the model holds the best state on return
-    assert {p.name for p in (tmp_path / "run").iterdir()} == {"model.pt", "checkpoint.pt", "log.csv", "config.json"}
+    assert {p.name for p in (tmp_path / "run").iterdir()} == {"model.pt", "best.pt", "checkpoint.pt", "log.csv", "config.json"}
 
 
 def test_listwise_training_learns_the_toy_problem(toy, tmp_path):

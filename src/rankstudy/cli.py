@@ -148,6 +148,22 @@ def _ensemble(args: argparse.Namespace) -> None:
     write_run(args.out, ensemble([read_run(path) for path in args.runs]), args.tag)
 
 
+def _train(args: argparse.Namespace) -> None:
+    from rankstudy.experiment import train_model
+
+    train_model(args.model, json.loads(args.model_config), json.loads(args.train_config), Path(args.embeddings),
+                Path(args.examples), Path(args.train_queries), Path(args.documents), Path(args.dev_queries),
+                Path(args.dev_run), Path(args.dev_qrels), Path(args.out), args.seed, args.threads)
+
+
+def _rerank(args: argparse.Namespace) -> None:
+    from rankstudy.experiment import rerank_run
+
+    rerank_run(Path(args.model_dir), Path(args.embeddings), Path(args.queries), Path(args.documents),
+               Path(args.candidates), Path(args.out), args.tag, args.depth, args.batch_size,
+               args.max_query_length, args.max_doc_length, args.device, args.threads)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m rankstudy", description=__doc__.splitlines()[0])
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
@@ -257,6 +273,38 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", required=True)
     p.add_argument("--tag", required=True)
     p.set_defaults(handler=_ensemble)
+
+    p = commands.add_parser("train", help="train a neural ranker (resumes from checkpoint.pt)")
+    p.add_argument("--model", required=True, help="model name (tk, knrm, conv_knrm)")
+    p.add_argument("--model-config", required=True, help="the model's settings as JSON")
+    p.add_argument("--train-config", required=True, help="training settings as JSON (TrainConfig)")
+    p.add_argument("--embeddings", required=True)
+    p.add_argument("--examples", required=True, help="triples.tsv or groups.tsv")
+    p.add_argument("--train-queries", required=True, help="token store of the train queries")
+    p.add_argument("--documents", required=True, help="token store of the collection")
+    p.add_argument("--dev-queries", required=True, help="token store of the dev queries")
+    p.add_argument("--dev-run", required=True, help="first-stage run of the dev queries")
+    p.add_argument("--dev-qrels", required=True)
+    p.add_argument("--out", required=True, help="model directory")
+    p.add_argument("--seed", type=int, required=True)
+    p.add_argument("--threads", type=int, default=1)
+    p.set_defaults(handler=_train)
+
+    p = commands.add_parser("rerank", help="score first-stage candidates with a trained model")
+    p.add_argument("--model-dir", required=True)
+    p.add_argument("--embeddings", required=True)
+    p.add_argument("--queries", required=True, help="token store of the queries")
+    p.add_argument("--documents", required=True, help="token store of the collection")
+    p.add_argument("--candidates", required=True, help="first-stage run")
+    p.add_argument("--out", required=True)
+    p.add_argument("--tag", required=True)
+    p.add_argument("--depth", type=int, required=True, help="candidates scored per query")
+    p.add_argument("--batch-size", type=int, default=64)
+    p.add_argument("--max-query-length", type=int, default=30)
+    p.add_argument("--max-doc-length", type=int, default=200)
+    p.add_argument("--device", default="auto")
+    p.add_argument("--threads", type=int, default=1)
+    p.set_defaults(handler=_rerank)
     return parser
 
 

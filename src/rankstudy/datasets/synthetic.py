@@ -20,6 +20,9 @@ Generative story (docs/synthetic.md has the long version):
    - Hard negatives carry another topic's evidence, plus the query's own words scattered
      one by one over the whole text (the query words, out of context).
    - Background documents carry some other topic's evidence.
+   Any concept mention (in evidence or noise) is followed, with probability
+   ``association_rate``, by one of the concept's ``concept_associates`` associated words: all
+   forms of a concept share neighbours, as real synonyms do.
 4. *Judgments.* ``train``: every relevant document (dense, grades 1-3). ``dev``: one
    relevant document per query, the rest unjudged (sparse, MS MARCO-dev-like). ``test``:
    every relevant document with its grade, the hard negatives and random documents as 0
@@ -84,7 +87,7 @@ class SyntheticConfig:
     train_queries: int = 1000
     dev_queries: int = 200
     test_queries: int = 100
-    concepts: int = 3000
+    concepts: int = 2000
     max_forms: int = 3
     filler_vocabulary: int = 20000
     zipf_exponent: float = 1.0
@@ -92,7 +95,9 @@ class SyntheticConfig:
     context_words_per_topic: int = 8
     concepts_per_query: list[int] = field(default_factory=lambda: [2, 4])
     synonym_rate: float = 0.6
-    concept_noise: float = 0.02
+    concept_noise: float = 0.04
+    concept_associates: int = 2
+    association_rate: float = 0.7
     relevant: RelevantConfig = field(default_factory=RelevantConfig)
     grade_weights: list[float] = field(default_factory=lambda: [0.45, 0.35, 0.2])
     hard_negatives_per_query: int = 2
@@ -109,8 +114,10 @@ class SyntheticConfig:
         low, high = self.concepts_per_query
         if not 1 <= low <= high:
             raise ValueError("concepts_per_query must be [min, max] with 1 <= min <= max")
-        if not (0 <= self.synonym_rate <= 1 and 0 <= self.concept_noise < 1):
-            raise ValueError("synonym_rate and concept_noise must be probabilities")
+        if not (0 <= self.synonym_rate <= 1 and 0 <= self.concept_noise < 1 and 0 <= self.association_rate <= 1):
+            raise ValueError("synonym_rate, concept_noise and association_rate must be probabilities")
+        if not 1 <= self.concept_associates <= self.context_vocabulary:
+            raise ValueError("concept_associates must be between 1 and context_vocabulary")
         if len(self.grade_weights) != 3 or min(self.grade_weights) < 0 or sum(self.grade_weights) <= 0:
             raise ValueError("grade_weights: three non-negative weights for grades 1, 2, 3")
         if not 1 <= self.evidence_length[0] <= self.evidence_length[1] <= self.length.min:
@@ -156,6 +163,9 @@ class _Vocabulary:
         self.filler_cdf = np.cumsum(ranks ** -cfg.zipf_exponent)
         self.filler_cdf /= self.filler_cdf[-1]
         self.all_forms = np.arange(cfg.filler_vocabulary, self.context_start)
+        self.concept_of_form = np.repeat(np.arange(cfg.concepts), n_forms)
+        self.associates = self.context_start + rng.integers(0, cfg.context_vocabulary,
+                                                            size=(cfg.concepts, cfg.concept_associates))
 
     def forms(self, concept: int) -> np.ndarray:
         return np.arange(self.form_start[concept], self.form_start[concept] + self.n_forms[concept])
@@ -239,7 +249,19 @@ class _Generator:
         tokens = self.background()
         start = int(self.rng.integers(0, len(tokens) - len(evidence) + 1))
         tokens[start : start + len(evidence)] = evidence
+        self.associate(tokens)
         return tokens, start
+
+    def associate(self, tokens: np.ndarray) -> None:
+        """After a concept mention, with probability association_rate, one of the concept's
+        associated words replaces the next filler word: every form of a concept shares these
+        neighbours, so distributional embeddings can learn that synonyms mean the same."""
+        vocab, rng = self.vocab, self.rng
+        is_form = (tokens[:-1] >= self.cfg.filler_vocabulary) & (tokens[:-1] < vocab.context_start)
+        positions = np.flatnonzero(is_form & (tokens[1:] < self.cfg.filler_vocabulary)
+                                   & (rng.random(len(tokens) - 1) < self.cfg.association_rate))
+        concepts = vocab.concept_of_form[tokens[positions] - self.cfg.filler_vocabulary]
+        tokens[positions + 1] = vocab.associates[concepts, rng.integers(0, self.cfg.concept_associates, len(positions))]
 
     def text(self, tokens: np.ndarray) -> str:
         return " ".join(self.vocab.words[tokens])

@@ -261,7 +261,11 @@ def train(model: torch.nn.Module, examples: Sequence[tuple], query_store, doc_st
     if not state["done"]:
         _loop(model, optimizer, examples, listwise, query_store, doc_store, validate, cfg, device, out_dir,
               seed, state, kill_after_step)
-    model.load_state_dict(torch.load(out_dir / "model.pt", map_location=device))
+    # model.pt (the workflow's output) appears only when training is over: a killed job leaves
+    # checkpoint.pt and best.pt to resume from, and no output that looks complete.
+    best = torch.load(out_dir / "best.pt", map_location="cpu")
+    _save(best, out_dir / "model.pt")
+    model.load_state_dict(best)
     summary = {"metric": cfg.metric, "best_metric": state["best_metric"], "best_step": state["best_step"],
                "steps": state["step"], "stopped_early": state["stopped_early"]}
     log.info("training done: %s", summary)
@@ -319,7 +323,7 @@ def _validation(model, optimizer, validate, cfg, out_dir: Path, state: dict, ste
     improved = state["best_metric"] is None or metric > state["best_metric"]
     if improved:
         state.update(best_metric=metric, best_step=step, bad=0)
-        _save(_cpu_state(model), out_dir / "model.pt")
+        _save(_cpu_state(model), out_dir / "best.pt")
     else:
         state["bad"] += 1
     state["stopped_early"] = state["bad"] >= cfg.patience

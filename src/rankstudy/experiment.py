@@ -1,0 +1,70 @@
+"""Glue for the ``train`` and ``rerank`` steps: files in, model and runs out.
+
+Everything a step needs comes from its arguments (paths and JSON config sections); the logic
+lives in ``train.loop``, ``rerank`` and ``models``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+from typing import Any, Mapping
+
+import torch
+
+from rankstudy import formats
+from rankstudy.atomic import atomic_open
+from rankstudy.config import from_dict
+from rankstudy.errors import StudyError
+from rankstudy.models import build_model
+from rankstudy.rerank import score_candidates
+from rankstudy.store import TokenStore
+from rankstudy.text.embeddings import load_embeddings
+from rankstudy.train.examples import read_groups, read_triples
+from rankstudy.train.loop import TrainConfig, make_validator, resolve_device, train
+
+log = logging.getLogger(__name__)
+
+
+def train_model(model_name: str, model_settings: Mapping[str, Any], train_settings: Mapping[str, Any],
+                embeddings: Path, examples: Path, train_queries: Path, documents: Path, dev_queries: Path,
+                dev_run: Path, dev_qrels: Path, out_dir: Path, seed: int, threads: int = 1) -> dict:
+    """Train one model (seeded before it is built, so its initial weights follow the seed)."""
+    torch.set_num_threads(max(1, threads))
+    cfg = from_dict(TrainConfig, train_settings, "training")
+    torch.manual_seed(seed)
+    model = build_model(model_name, model_settings, load_embeddings(embeddings))
+    out_dir.mkdir(parents=True, exist_ok=True)
+    config_path = out_dir / "config.json"
+    if not config_path.exists():
+        with atomic_open(config_path) as out:
+            json.dump({"model_name": model_name, "model_settings": dict(model_settings)}, out, indent=2)
+    read = read_groups if cfg.loss == "listwise" else read_triples
+    document_store = TokenStore(documents)
+    validate = make_validator(formats.read_run(dev_run), formats.read_qrels(dev_qrels), TokenStore(dev_queries),
+                              document_store, cfg)
+    return train(model, read(examples), TokenStore(train_queries), document_store, validate, cfg, out_dir, seed)
+
+
+def load_trained(model_dir: Path, embeddings: Path, device: torch.device) -> torch.nn.Module:
+    config_path = model_dir / "config.json"
+    if not config_path.is_file():
+        raise StudyError(f"{model_dir}: no config.json; train the model first")
+    config = json.loads(config_path.read_text())
+    model = build_model(config["model_name"], config["model_settings"], load_embeddings(embeddings))
+    model.load_state_dict(torch.load(model_dir / "model.pt", map_location="cpu"))
+    return model.to(device).eval()
+
+
+def rerank_run(model_dir: Path, embeddings: Path, queries: Path, documents: Path, candidates: Path, out: Path,
+               tag: str, depth: int, batch_size: int, max_query_length: int, max_doc_length: int,
+               device: str = "auto", threads: int = 1) -> None:
+    """Score the top ``depth`` candidates of every query with a trained model; write a TREC run."""
+    torch.set_num_threads(max(1, threads))
+    resolved = resolve_device(device)
+    model = load_trained(model_dir, embeddings, resolved)
+    scored = score_candidates(model, formats.read_run(candidates), TokenStore(queries), TokenStore(documents),
+                              depth, batch_size, max_query_length, max_doc_length, resolved)
+    formats.write_run(out, scored, tag)
+    log.info("re-ranked %d queries (top %d) with %s -> %s", len(scored), depth, model_dir, out)
