@@ -9,6 +9,7 @@ include: "workflow/rules/common.smk"
 include: "workflow/rules/data.smk"
 include: "workflow/rules/index.smk"
 include: "workflow/rules/candidates.smk"
+include: "workflow/rules/neural.smk"
 include: "workflow/rules/evaluate.smk"
 include: "workflow/rules/report.smk"
 
@@ -17,3 +18,4 @@ rule all:
     default_target: True
     input:
         rules.first_stage_table.output,
+        neural_metrics(),

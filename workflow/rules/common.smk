@@ -49,3 +49,67 @@ def first_stage_metrics():
 
 def as_json(value):
     return json.dumps(value, sort_keys=True)
+
+
+# ---- neural runs -------------------------------------------------------------------------
+NEURAL = config["neural"]
+EMBEDDINGS = NEURAL["embeddings"]
+RUNS = NEURAL["runs"]
+
+
+def base_run(variant):
+    """The run that trained the model a run uses (itself, or the run it reuses/ensembles)."""
+    spec = RUNS[variant]
+    return base_run(spec.get("reuse") or spec["ensemble"]) if ("reuse" in spec or "ensemble" in spec) else variant
+
+
+def run_seeds(variant):
+    return RUNS[base_run(variant)].get("seeds", [config["seed"]])
+
+
+def run_model(variant):
+    return RUNS[base_run(variant)]["model"]
+
+
+def run_embeddings(variant):
+    return RUNS[base_run(variant)]["embeddings"]
+
+
+def training_settings(variant):
+    spec = RUNS[base_run(variant)]
+    return {**NEURAL["training"], **spec.get("training", {}), "device": NEURAL["device"]}
+
+
+def model_dir(variant, seed):
+    base = base_run(variant)
+    return f"models/{RUNS[base]['train']}/{run_model(base)}/{base}/seed{seed}"
+
+
+def neural_systems():
+    """(dataset, system) pairs of every neural run to evaluate on dev and test."""
+    pairs = []
+    for variant, spec in RUNS.items():
+        model = run_model(variant)
+        for dataset in spec.get("evaluate", []):
+            if "ensemble" in spec:
+                pairs.append((dataset, f"{model}.{variant}.ens"))
+                continue
+            for seed in run_seeds(variant):
+                pairs += [(dataset, f"{model}.{variant}.s{seed}"), (dataset, f"{model}.{variant}.s{seed}-full")]
+    return pairs
+
+
+def neural_metrics():
+    return [f"results/metrics/{dataset}/{system}.{split}.csv"
+            for dataset, system in neural_systems() for split in ("dev", "test")]
+
+
+for _variant, _spec in RUNS.items():
+    _problems = [f"{key} {_spec[key]!r} is not defined" for key, known in
+                 (("model", NEURAL["models"]), ("embeddings", EMBEDDINGS), ("train", DATASETS),
+                  ("reuse", RUNS), ("ensemble", RUNS)) if key in _spec and _spec[key] not in known]
+    _problems += [f"evaluate dataset {name!r} is not defined" for name in _spec.get("evaluate", []) if name not in DATASETS]
+    if not ({"model", "embeddings", "train"} <= set(_spec) or "reuse" in _spec or "ensemble" in _spec):
+        _problems.append("needs model, embeddings and train (or reuse / ensemble)")
+    if _problems:
+        raise ValueError(f"config: neural.runs.{_variant}: " + "; ".join(_problems))

@@ -1,0 +1,227 @@
+# Text pipeline, embeddings, training examples, training and re-ranking (docs/neural.md).
+
+
+rule vocabulary:
+    input:
+        collection=lambda wc: f"data/{EMBEDDINGS[wc.emb]['dataset']}/collection.tsv",
+        queries=lambda wc: [f"data/{EMBEDDINGS[wc.emb]['dataset']}/queries.{split}.tsv"
+                            for split in dataset_splits(EMBEDDINGS[wc.emb]["dataset"])]
+        if EMBEDDINGS[wc.emb].get("include_queries") else [],
+    output:
+        directory("text/{emb}/vocab"),
+    log:
+        "logs/text/{emb}/vocab.log",
+    conda:
+        "../../environment.yml"
+    benchmark:
+        "benchmarks/text/{emb}/vocab.tsv"
+    params:
+        min_count=lambda wc: EMBEDDINGS[wc.emb].get("vocab_min_count", 5),
+    shell:
+        "python -m rankstudy vocab --collection {input.collection} --queries {input.queries}"
+        " --min-count {params.min_count} --out {output} 2> {log}"
+
+
+rule store_collection:
+    input:
+        collection="data/{dataset}/collection.tsv",
+        vocab="text/{emb}/vocab",
+    output:
+        directory("text/{emb}/{dataset}/collection"),
+    log:
+        "logs/text/{emb}/{dataset}/collection.log",
+    conda:
+        "../../environment.yml"
+    benchmark:
+        "benchmarks/text/{emb}/{dataset}/collection.tsv"
+    shell:
+        "python -m rankstudy store --input {input.collection} --kind collection --vocab {input.vocab}"
+        " --out {output} 2> {log}"
+
+
+rule store_queries:
+    input:
+        queries="data/{dataset}/queries.{split}.tsv",
+        vocab="text/{emb}/vocab",
+    output:
+        directory("text/{emb}/{dataset}/queries.{split}"),
+    log:
+        "logs/text/{emb}/{dataset}/queries.{split}.log",
+    conda:
+        "../../environment.yml"
+    shell:
+        "python -m rankstudy store --input {input.queries} --kind queries --vocab {input.vocab}"
+        " --out {output} 2> {log}"
+
+
+rule embeddings:
+    input:
+        vocab="text/{emb}/vocab",
+        store=lambda wc: f"text/{wc.emb}/{EMBEDDINGS[wc.emb]['dataset']}/collection",
+    output:
+        "text/{emb}/embeddings.npy",
+    log:
+        "logs/text/{emb}/embeddings.log",
+    conda:
+        "../../environment.yml"
+    benchmark:
+        "benchmarks/text/{emb}/embeddings.tsv"
+    params:
+        settings=lambda wc: as_json({k: v for k, v in EMBEDDINGS[wc.emb].items()
+                                     if k not in ("dataset", "vocab_min_count", "include_queries")}),
+        seed=config["seed"],
+    resources:
+        mem_mb=4000,
+        runtime=120,
+    shell:
+        "python -m rankstudy embeddings --store {input.store} --vocab {input.vocab} --config {params.settings:q}"
+        " --seed {params.seed} --out {output} 2> {log}"
+
+
+rule examples:
+    input:
+        qrels="data/{dataset}/qrels.train.txt",
+        candidates="runs/{dataset}/bm25.train.run",
+    output:
+        "train/{dataset}/triples.tsv",
+    log:
+        "logs/train/{dataset}/examples.log",
+    conda:
+        "../../environment.yml"
+    params:
+        per_query=NEURAL["examples"]["per_query"],
+        depth=NEURAL["examples"]["negatives_depth"],
+        threshold=lambda wc: rel_threshold(wc.dataset),
+        seed=config["seed"],
+    shell:
+        "python -m rankstudy examples --qrels {input.qrels} --candidates {input.candidates} --out {output}"
+        " --kind triples --rel-threshold {params.threshold} --negatives-depth {params.depth}"
+        " --per-query {params.per_query} --seed {params.seed} 2> {log}"
+
+
+rule train:
+    input:
+        embeddings=lambda wc: f"text/{run_embeddings(wc.variant)}/embeddings.npy",
+        examples="train/{dataset}/triples.tsv",
+        train_queries=lambda wc: f"text/{run_embeddings(wc.variant)}/{wc.dataset}/queries.train",
+        documents=lambda wc: f"text/{run_embeddings(wc.variant)}/{wc.dataset}/collection",
+        dev_queries=lambda wc: f"text/{run_embeddings(wc.variant)}/{wc.dataset}/queries.dev",
+        dev_run="runs/{dataset}/bm25.dev.run",
+        dev_qrels="data/{dataset}/qrels.dev.txt",
+    output:
+        model="models/{dataset}/{model}/{variant}/seed{seed}/model.pt",
+        log_csv="models/{dataset}/{model}/{variant}/seed{seed}/log.csv",
+    log:
+        "logs/train/{dataset}/{model}.{variant}.s{seed}.log",
+    conda:
+        "../../environment.yml"
+    benchmark:
+        "benchmarks/train/{dataset}/{model}.{variant}.s{seed}.tsv"
+    threads: NEURAL["threads"]
+    params:
+        name=lambda wc: NEURAL["models"][wc.model]["model"],
+        model=lambda wc: as_json({k: v for k, v in NEURAL["models"][wc.model].items() if k != "model"}),
+        training=lambda wc: as_json(training_settings(wc.variant)),
+        out=lambda wildcards, output: os.path.dirname(output.model),
+    resources:
+        mem_mb=8000,
+        runtime=240,
+        gpu=1 if NEURAL["device"] == "cuda" else 0,
+    shell:
+        "python -m rankstudy train --model {params.name} --model-config {params.model:q}"
+        " --train-config {params.training:q} --embeddings {input.embeddings} --examples {input.examples}"
+        " --train-queries {input.train_queries} --documents {input.documents} --dev-queries {input.dev_queries}"
+        " --dev-run {input.dev_run} --dev-qrels {input.dev_qrels} --out {params.out} --seed {wildcards.seed}"
+        " --threads {threads} 2> {log}"
+
+
+rule rerank:
+    input:
+        model=lambda wc: f"{model_dir(wc.variant, wc.seed)}/model.pt",
+        embeddings=lambda wc: f"text/{run_embeddings(wc.variant)}/embeddings.npy",
+        queries=lambda wc: f"text/{run_embeddings(wc.variant)}/{wc.dataset}/queries.{wc.split}",
+        documents=lambda wc: f"text/{run_embeddings(wc.variant)}/{wc.dataset}/collection",
+        candidates="runs/{dataset}/bm25.{split}.run",
+    output:
+        "runs/{dataset}/{model}.{variant}.s{seed}.{split}.run",
+    log:
+        "logs/rerank/{dataset}/{model}.{variant}.s{seed}.{split}.log",
+    conda:
+        "../../environment.yml"
+    benchmark:
+        "benchmarks/rerank/{dataset}/{model}.{variant}.s{seed}.{split}.tsv"
+    wildcard_constraints:
+        seed=r"\d+",
+    threads: NEURAL["threads"]
+    params:
+        tag=lambda wc: f"{wc.model}.{wc.variant}.s{wc.seed}",
+        depth=NEURAL["rerank"]["depth"],
+        batch=NEURAL["rerank"]["batch_size"],
+        max_query=lambda wc: training_settings(wc.variant)["max_query_length"],
+        max_doc=lambda wc: training_settings(wc.variant)["max_doc_length"],
+        device=NEURAL["device"],
+        model_dir=lambda wildcards, input: os.path.dirname(input.model),
+    resources:
+        mem_mb=4000,
+        runtime=120,
+        gpu=1 if NEURAL["device"] == "cuda" else 0,
+    shell:
+        "python -m rankstudy rerank --model-dir {params.model_dir} --embeddings {input.embeddings}"
+        " --queries {input.queries} --documents {input.documents} --candidates {input.candidates} --out {output}"
+        " --tag {params.tag} --depth {params.depth} --batch-size {params.batch} --max-query-length {params.max_query}"
+        " --max-doc-length {params.max_doc} --device {params.device} --threads {threads} 2> {log}"
+
+
+rule tune_depth:
+    input:
+        first_stage="runs/{dataset}/bm25.dev.run",
+        neural="runs/{dataset}/{system}.dev.run",
+        qrels="data/{dataset}/qrels.dev.txt",
+    output:
+        "runs/{dataset}/{system}.depth.json",
+    log:
+        "logs/rerank/{dataset}/{system}.depth.log",
+    conda:
+        "../../environment.yml"
+    wildcard_constraints:
+        system=r"[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.s\d+",
+    params:
+        measure=lambda wc: training_settings(wc.system.split(".")[1])["metric"],
+        threshold=lambda wc: rel_threshold(wc.dataset),
+        depths=NEURAL["rerank"]["depths"],
+    shell:
+        "python -m rankstudy tune-depth --first-stage {input.first_stage} --neural {input.neural}"
+        " --qrels {input.qrels} --measure {params.measure:q} --rel-threshold {params.threshold}"
+        " --depths {params.depths} --out-json {output} 2> {log}"
+
+
+rule full_task:
+    input:
+        first_stage="runs/{dataset}/bm25.{split}.run",
+        neural="runs/{dataset}/{system}.{split}.run",
+        depth="runs/{dataset}/{system}.depth.json",
+    output:
+        "runs/{dataset}/{system}-full.{split}.run",
+    log:
+        "logs/rerank/{dataset}/{system}-full.{split}.log",
+    conda:
+        "../../environment.yml"
+    wildcard_constraints:
+        system=r"[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.s\d+",
+    shell:
+        "python -m rankstudy apply-depth --first-stage {input.first_stage} --neural {input.neural}"
+        " --depth-json {input.depth} --out {output} --tag {wildcards.system}-full 2> {log}"
+
+
+rule ensemble:
+    input:
+        lambda wc: [f"runs/{wc.dataset}/{wc.model}.{RUNS[wc.variant]['ensemble']}.s{seed}.{wc.split}.run"
+                    for seed in run_seeds(wc.variant)],
+    output:
+        "runs/{dataset}/{model}.{variant}.ens.{split}.run",
+    log:
+        "logs/rerank/{dataset}/{model}.{variant}.ens.{split}.log",
+    conda:
+        "../../environment.yml"
+    shell:
+        "python -m rankstudy ensemble --runs {input} --out {output} --tag {wildcards.model}.{wildcards.variant} 2> {log}"
