@@ -19,3 +19,7 @@ rule all:
     input:
         rules.first_stage_table.output,
         neural_metrics(),
+        rules.tk_table2.output if table2_rows() else [],
+        rules.tk_table3_4.output if TK_QUERIES else [],
+        rules.tk_view.output if TK_QUERIES else [],
+        rules.efficiency.output,

@@ -38,14 +38,22 @@ def job_counts(output: str) -> dict[str, int]:
     return {m.group(1): int(m.group(2)) for m in re.finditer(r"^(\w+)\s+(\d+)$", table, re.M)}
 
 
-def test_dry_run_lists_the_first_stage_jobs(tmp_path):
+def test_dry_run_lists_the_study_jobs(tmp_path):
     result = snakemake(workflow_copy(tmp_path), "-n", "--cores", "2")
     assert result.returncode == 0, result.stderr
     counts = job_counts(result.stdout + result.stderr)
-    # 2 datasets x 2 systems (bm25, ql) x 3 splits
     assert counts == {
+        # first stage: 2 datasets x 2 systems (bm25, ql) x 3 splits
         "dataset_synthetic_passage": 1, "dataset_synthetic_doc": 1, "index": 2, "first_stage": 12,
-        "evaluate": 12, "first_stage_table": 1, "all": 1, "total": 30,
+        "first_stage_table": 1,
+        # TK paper: 2 embedding sets (w2v, ft), stores of 2 collections (ft: passages only)
+        "vocabulary": 2, "embeddings": 2, "store_collection": 3, "store_queries": 9, "examples": 2,
+        # trained: p1 x 3 seeds, p2, d1, d3, knrm, conv_knrm; d2 reuses p1's models on documents
+        "train": 8,
+        # (p1 x 3, p2, d1, d2 x 3, d3, knrm, conv_knrm) x dev/test; full task likewise
+        "rerank": 22, "tune_depth": 11, "full_task": 22, "ensemble": 2,
+        "evaluate": 12 + 46, "tk_table2": 1, "tk_table3_4": 1, "tk_view": 1, "efficiency": 1,
+        "all": 1, "total": 163,
     }
 
 

@@ -164,6 +164,37 @@ def _rerank(args: argparse.Namespace) -> None:
                args.max_query_length, args.max_doc_length, args.device, args.threads)
 
 
+def _tk_table2(args: argparse.Namespace) -> None:
+    from rankstudy.report.tk import table2
+
+    table2(args.metrics, json.loads(args.rows), Path(args.out_prefix), args.depth, args.scaled, args.efficiency)
+
+
+def _tk_queries(args: argparse.Namespace) -> None:
+    from rankstudy.report.tk import best_worst_queries
+
+    best_worst_queries(args.metrics, args.queries, args.qrels, Path(args.out_prefix), args.count)
+
+
+def _tk_view(args: argparse.Namespace) -> None:
+    import torch
+
+    from rankstudy.experiment import load_trained
+    from rankstudy.report.tk_view import render
+    from rankstudy.text.vocab import Vocabulary
+
+    model = load_trained(Path(args.model_dir), Path(args.embeddings), torch.device("cpu"))
+    render(model, Vocabulary.load(args.vocab), Path(args.collection), Path(args.queries), Path(args.qrels),
+           Path(args.first_stage), Path(args.neural), Path(args.out), args.max_query_length, args.max_doc_length,
+           args.kernels)
+
+
+def _efficiency(args: argparse.Namespace) -> None:
+    from rankstudy.efficiency import write_efficiency
+
+    write_efficiency(json.loads(args.models), json.loads(args.setup), Path(args.out))
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m rankstudy", description=__doc__.splitlines()[0])
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
@@ -305,6 +336,45 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--device", default="auto")
     p.add_argument("--threads", type=int, default=1)
     p.set_defaults(handler=_rerank)
+
+    p = commands.add_parser("tk-table2", help="the TK paper's Table 2 from metric CSVs")
+    p.add_argument("--metrics", nargs="+", required=True)
+    p.add_argument("--rows", required=True, help="JSON list of {run, model, dataset, rerank, full, baseline}")
+    p.add_argument("--efficiency", help="efficiency CSV: adds the docs/ms column (CPU) per model")
+    p.add_argument("--depth", type=int, required=True, help="candidates of the re-rank task (caption)")
+    p.add_argument("--scaled", default="", help="caption note on scaled-down settings")
+    p.add_argument("--out-prefix", required=True)
+    p.set_defaults(handler=_tk_table2)
+
+    p = commands.add_parser("tk-queries", help="the TK paper's Tables 3-4: best and worst test queries")
+    p.add_argument("--metrics", required=True, help="metric CSV of one run on the test split")
+    p.add_argument("--queries", required=True)
+    p.add_argument("--qrels", required=True)
+    p.add_argument("--count", type=int, default=5)
+    p.add_argument("--out-prefix", required=True)
+    p.set_defaults(handler=_tk_queries)
+
+    p = commands.add_parser("tk-view", help="the TK paper's interpretability view (HTML)")
+    p.add_argument("--model-dir", required=True)
+    p.add_argument("--embeddings", required=True)
+    p.add_argument("--vocab", required=True)
+    p.add_argument("--collection", required=True)
+    p.add_argument("--queries", required=True)
+    p.add_argument("--qrels", required=True)
+    p.add_argument("--first-stage", required=True, help="first-stage run of the same queries")
+    p.add_argument("--neural", required=True, help="TK's run of the same queries")
+    p.add_argument("--out", required=True, help="HTML file")
+    p.add_argument("--kernels", type=float, nargs="+", default=[1.0, 0.9, 0.7, 0.5], help="kernel centres to colour")
+    p.add_argument("--max-query-length", type=int, default=30)
+    p.add_argument("--max-doc-length", type=int, default=200)
+    p.set_defaults(handler=_tk_view)
+
+    p = commands.add_parser("efficiency", help="re-ranking throughput and peak memory of models")
+    p.add_argument("--models", required=True, help='JSON {name: {"model": class, ...settings}}')
+    p.add_argument("--setup", required=True,
+                   help='JSON {"batch", "doc_length", "query_length", "dim", "vocab", "repeats", "threads"}')
+    p.add_argument("--out", required=True, help="CSV")
+    p.set_defaults(handler=_efficiency)
     return parser
 
 

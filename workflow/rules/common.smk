@@ -85,12 +85,20 @@ def model_dir(variant, seed):
     return f"models/{RUNS[base]['train']}/{run_model(base)}/{base}/seed{seed}"
 
 
+def run_datasets(variant):
+    """Datasets a run is evaluated on; only those the study runs (first_stage.datasets), and
+    none when its model's training data is not part of the study."""
+    if RUNS[base_run(variant)]["train"] not in FIRST_STAGE["datasets"]:
+        return []
+    return [name for name in RUNS[variant].get("evaluate", []) if name in FIRST_STAGE["datasets"]]
+
+
 def neural_systems():
     """(dataset, system) pairs of every neural run to evaluate on dev and test."""
     pairs = []
     for variant, spec in RUNS.items():
         model = run_model(variant)
-        for dataset in spec.get("evaluate", []):
+        for dataset in run_datasets(variant):
             if "ensemble" in spec:
                 pairs.append((dataset, f"{model}.{variant}.ens"))
                 continue
@@ -113,3 +121,42 @@ for _variant, _spec in RUNS.items():
         _problems.append("needs model, embeddings and train (or reuse / ensemble)")
     if _problems:
         raise ValueError(f"config: neural.runs.{_variant}: " + "; ".join(_problems))
+
+
+def table2_rows():
+    """Table 2: BM25 per evaluated dataset, then every run (first seed) in config order."""
+    rows, datasets = [], []
+    for variant, spec in RUNS.items():
+        for dataset in run_datasets(variant):
+            if dataset not in datasets:
+                datasets.append(dataset)
+                rows.append({"run": "BM25", "model": None, "dataset": dataset, "rerank": "bm25", "full": "bm25",
+                             "baseline": "bm25"})
+            system = f"{run_model(variant)}.{variant}." + ("ens" if "ensemble" in spec else f"s{run_seeds(variant)[0]}")
+            full = None if "ensemble" in spec else f"{system}-full"
+            rows.append({"run": variant, "model": run_model(variant), "dataset": dataset, "rerank": system, "full": full,
+                         "baseline": "bm25"})
+    return rows
+
+
+def table2_metrics():
+    return sorted({f"results/metrics/{row['dataset']}/{system}.{split}.csv" for row in table2_rows()
+                   for system in (row["rerank"], row["full"]) if system for split in ("dev", "test")})
+
+
+def scaled_note():
+    """What the default config scales down against the papers (shown in captions)."""
+    return config.get("report", {}).get("scaled_note", "")
+
+
+def _tk_queries_run():
+    """Tables 3-4 and the interpretability view use the first TK run (its first seed, re-rank task)."""
+    for variant, spec in RUNS.items():
+        if "ensemble" not in spec and "reuse" not in spec and NEURAL["models"][run_model(variant)]["model"] == "tk" \
+                and run_datasets(variant):
+            return {"variant": variant, "dataset": run_datasets(variant)[0],
+                    "system": f"{run_model(variant)}.{variant}.s{run_seeds(variant)[0]}"}
+    return None
+
+
+TK_QUERIES = _tk_queries_run()

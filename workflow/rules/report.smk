@@ -21,3 +21,89 @@ rule first_stage_table:
     shell:
         "python -m rankstudy first-stage-table --metrics {input:q} --measures {params.measures:q}"
         " --out-prefix {params.prefix} 2> {log}"
+
+
+rule tk_table2:
+    input:
+        metrics=table2_metrics(),
+        efficiency="results/efficiency.csv",
+    output:
+        report("results/tables/tk_table2.csv", caption="../report/tk_table2.rst", category="TK"),
+        "results/tables/tk_table2.md",
+        "results/tables/tk_table2.tex",
+    log:
+        "logs/report/tk_table2.log",
+    conda:
+        "../../environment.yml"
+    params:
+        rows=as_json(table2_rows()),
+        depth=NEURAL["rerank"]["depth"],
+        scaled=scaled_note(),
+        prefix=lambda wildcards, output: output[0].removesuffix(".csv"),
+    shell:
+        "python -m rankstudy tk-table2 --metrics {input.metrics:q} --efficiency {input.efficiency} --rows {params.rows:q} --depth {params.depth}"
+        " --scaled {params.scaled:q} --out-prefix {params.prefix} 2> {log}"
+
+
+rule tk_table3_4:
+    input:
+        metrics=lambda wc: f"results/metrics/{TK_QUERIES['dataset']}/{TK_QUERIES['system']}.test.csv",
+        queries=lambda wc: f"data/{TK_QUERIES['dataset']}/queries.test.tsv",
+        qrels=lambda wc: f"data/{TK_QUERIES['dataset']}/qrels.test.txt",
+    output:
+        report("results/tables/tk_table3_4.csv", caption="../report/tk_table3_4.rst", category="TK"),
+        "results/tables/tk_table3_4.md",
+        "results/tables/tk_table3_4.tex",
+    log:
+        "logs/report/tk_table3_4.log",
+    conda:
+        "../../environment.yml"
+    params:
+        prefix=lambda wildcards, output: output[0].removesuffix(".csv"),
+    shell:
+        "python -m rankstudy tk-queries --metrics {input.metrics} --queries {input.queries} --qrels {input.qrels}"
+        " --out-prefix {params.prefix} 2> {log}"
+
+
+rule tk_view:
+    input:
+        model=lambda wc: f"{model_dir(TK_QUERIES['variant'], run_seeds(TK_QUERIES['variant'])[0])}/model.pt",
+        embeddings=lambda wc: f"text/{run_embeddings(TK_QUERIES['variant'])}/embeddings.npy",
+        vocab=lambda wc: f"text/{run_embeddings(TK_QUERIES['variant'])}/vocab",
+        collection=lambda wc: f"data/{TK_QUERIES['dataset']}/collection.tsv",
+        queries=lambda wc: f"data/{TK_QUERIES['dataset']}/queries.test.tsv",
+        qrels=lambda wc: f"data/{TK_QUERIES['dataset']}/qrels.test.txt",
+        first_stage=lambda wc: f"runs/{TK_QUERIES['dataset']}/bm25.test.run",
+        neural=lambda wc: f"runs/{TK_QUERIES['dataset']}/{TK_QUERIES['system']}.test.run",
+    output:
+        report("results/tk_view.html", caption="../report/tk_view.rst", category="TK"),
+    log:
+        "logs/report/tk_view.log",
+    conda:
+        "../../environment.yml"
+    params:
+        max_query=lambda wc: training_settings(TK_QUERIES["variant"])["max_query_length"],
+        max_doc=lambda wc: training_settings(TK_QUERIES["variant"])["max_doc_length"],
+        model_dir=lambda wildcards, input: os.path.dirname(input.model),
+    shell:
+        "python -m rankstudy tk-view --model-dir {params.model_dir} --embeddings {input.embeddings}"
+        " --vocab {input.vocab} --collection {input.collection} --queries {input.queries} --qrels {input.qrels}"
+        " --first-stage {input.first_stage} --neural {input.neural} --out {output}"
+        " --max-query-length {params.max_query} --max-doc-length {params.max_doc} 2> {log}"
+
+
+rule efficiency:
+    output:
+        report("results/efficiency.csv", caption="../report/efficiency.rst", category="Efficiency"),
+    log:
+        "logs/report/efficiency.log",
+    conda:
+        "../../environment.yml"
+    benchmark:
+        "benchmarks/report/efficiency.tsv"
+    threads: NEURAL["efficiency"]["setup"].get("threads", 2)
+    params:
+        models=as_json(NEURAL["efficiency"]["models"]),
+        setup=as_json(NEURAL["efficiency"]["setup"]),
+    shell:
+        "python -m rankstudy efficiency --models {params.models:q} --setup {params.setup:q} --out {output} 2> {log}"

@@ -1,0 +1,96 @@
+"""Re-ranking throughput (documents/ms) and peak memory of the models, side by side in one run.
+
+Each model is measured in a fresh process (``multiprocessing`` spawn), so the peak resident
+memory of one does not hide another's: batches of ``batch`` documents of ``doc_length`` tokens
+against one query of ``query_length`` tokens (the re-ranking setting), median over ``repeats``
+timed forward passes after a warm-up, in inference mode. On CUDA, the peak memory is
+``torch.cuda.max_memory_allocated``; on CPU, the process's peak RSS above its RSS once torch is
+imported (model, embeddings and activations).
+"""
+
+from __future__ import annotations
+
+import logging
+import multiprocessing
+import platform
+import resource
+import statistics
+import time
+from typing import Any, Mapping
+
+import numpy as np
+import pandas as pd
+
+from rankstudy.atomic import atomic_open
+
+log = logging.getLogger(__name__)
+
+
+def _peak_rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+
+
+def _current_rss_mb() -> float:
+    with open("/proc/self/statm") as statm:
+        return int(statm.read().split()[1]) * resource.getpagesize() / 2**20
+
+
+def _measure(name: str, settings: Mapping[str, Any], setup: Mapping[str, Any]) -> dict:
+    import torch
+
+    from rankstudy.models import build_model
+
+    baseline = _current_rss_mb()
+    torch.set_num_threads(setup["threads"])
+    torch.manual_seed(0)
+    device = torch.device(setup["device"])
+    rng = np.random.default_rng(0)
+    embeddings = rng.normal(size=(setup["vocab"], setup["dim"])).astype(np.float32)
+    embeddings[:2] = 0
+    model = build_model(settings["model"], {k: v for k, v in settings.items() if k != "model"}, embeddings)
+    model = model.to(device).eval()
+    query = torch.as_tensor(rng.integers(2, setup["vocab"], size=(1, setup["query_length"]))).repeat(setup["batch"], 1)
+    document = torch.as_tensor(rng.integers(2, setup["vocab"], size=(setup["batch"], setup["doc_length"])))
+    query, document = query.to(device), document.to(device)
+    if device.type == "cuda":
+        torch.cuda.reset_peak_memory_stats(device)
+    times = []
+    with torch.inference_mode():
+        for repeat in range(setup["repeats"] + 1):
+            if device.type == "cuda":
+                torch.cuda.synchronize(device)
+            start = time.perf_counter()
+            model(query, document)
+            if device.type == "cuda":
+                torch.cuda.synchronize(device)
+            if repeat:  # the first pass warms up
+                times.append(time.perf_counter() - start)
+    peak = (torch.cuda.max_memory_allocated(device) / 2**20 if device.type == "cuda" else _peak_rss_mb() - baseline)
+    return {"model": name, "device": device.type, "threads": setup["threads"], "batch": setup["batch"],
+            "doc_length": setup["doc_length"], "dim": setup["dim"],
+            "docs_per_ms": setup["batch"] / (statistics.median(times) * 1000), "peak_memory_mb": peak}
+
+
+def measure_models(models: Mapping[str, Mapping[str, Any]], setup: Mapping[str, Any]) -> pd.DataFrame:
+    """One row per model and device (CPU always; CUDA too when available)."""
+    import torch
+
+    devices = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
+    context = multiprocessing.get_context("spawn")
+    rows = []
+    with context.Pool(1, maxtasksperchild=1) as pool:
+        for device in devices:
+            for name, settings in models.items():
+                row = pool.apply(_measure, (name, settings, {**setup, "device": device}))
+                log.info("%s on %s: %.3f docs/ms, peak %.0f MB", name, device, row["docs_per_ms"], row["peak_memory_mb"])
+                rows.append(row)
+    table = pd.DataFrame(rows)
+    table["machine"] = f"{platform.machine()} {platform.processor()}".strip()
+    return table
+
+
+def write_efficiency(models: Mapping[str, Mapping[str, Any]], setup: Mapping[str, Any], out) -> pd.DataFrame:
+    table = measure_models(models, setup)
+    with atomic_open(out) as handle:
+        table.to_csv(handle, index=False)
+    return table

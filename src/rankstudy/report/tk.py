@@ -1,0 +1,99 @@
+"""The TK paper's tables: Table 2 (runs x tasks) and Tables 3-4 (best and worst test queries)."""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Mapping, Sequence
+
+import pandas as pd
+
+from rankstudy.errors import StudyError
+from rankstudy.evaluate import ALL, read_metrics
+from rankstudy.formats import read_qrels, read_queries
+from rankstudy.report.tables import write_table
+from rankstudy.significance import wilcoxon_p
+
+DEV_MEASURES = ("AP", "nDCG@10", "RR@10")
+TEST_MEASURES = ("AP", "nDCG@10", "P@10")
+TABLE2_CAPTION = (
+    "TK paper Table 2 on the synthetic data. dev: re-rank task; test: full task (first stage, then "
+    "re-ranking to the depth tuned on dev) and re-rank task (all top-{depth} BM25 candidates). "
+    "p: paired Wilcoxon signed-rank test of test re-rank nDCG@10 against BM25. docs/ms: re-ranking "
+    "throughput of the architecture at the paper's dimensions (results/efficiency.csv). {scaled}"
+)
+
+
+def _lookup(metrics: pd.DataFrame, dataset: str, system: str, split: str) -> pd.DataFrame:
+    rows = metrics[(metrics["dataset"] == dataset) & (metrics["system"] == system) & (metrics["split"] == split)]
+    if rows.empty:
+        raise StudyError(f"no metrics for {dataset}/{system}/{split}")
+    return rows
+
+
+def _mean(rows: pd.DataFrame, measure: str) -> float:
+    value = rows[(rows["qid"] == ALL) & (rows["measure"] == measure)]["value"]
+    if value.empty:
+        raise StudyError(f"no mean {measure} for {rows['system'].iloc[0]}")
+    return float(value.iloc[0])
+
+
+def _per_query(rows: pd.DataFrame, measure: str) -> dict[str, float]:
+    chosen = rows[(rows["qid"] != ALL) & (rows["measure"] == measure)]
+    return dict(zip(chosen["qid"], chosen["value"]))
+
+
+def docs_per_ms(efficiency_csv) -> dict[str, float]:
+    """model key -> CPU documents/ms from the efficiency benchmark."""
+    table = pd.read_csv(efficiency_csv)
+    cpu = table[table["device"] == "cpu"]
+    return dict(zip(cpu["model"], cpu["docs_per_ms"]))
+
+
+def table2(metric_csvs: Sequence[str | os.PathLike], rows: Sequence[Mapping[str, Any]], out_prefix, depth: int,
+           scaled: str = "", efficiency_csv=None) -> pd.DataFrame:
+    """``rows``: dicts with run, model, dataset, rerank (system), full (system or None), baseline (system)."""
+    metrics = read_metrics(metric_csvs)
+    speed = docs_per_ms(efficiency_csv) if efficiency_csv else {}
+    records = []
+    for row in rows:
+        dataset, rerank, full = row["dataset"], row["rerank"], row.get("full")
+        record: dict[str, Any] = {"dataset": dataset, "run": row["run"]}
+        dev = _lookup(metrics, dataset, rerank, "dev")
+        for measure in DEV_MEASURES:
+            record[f"dev {measure}"] = _mean(dev, measure)
+        test = _lookup(metrics, dataset, rerank, "test")
+        for task, system in (("full", full), ("re-rank", rerank)):
+            for measure in TEST_MEASURES:
+                record[f"test {task} {measure}"] = (
+                    _mean(_lookup(metrics, dataset, system, "test"), measure) if system else None)
+        baseline = _lookup(metrics, dataset, row["baseline"], "test")
+        if speed:
+            record["docs/ms (CPU)"] = speed.get(row.get("model"))
+        record["p vs BM25"] = (None if rerank == row["baseline"] else
+                               wilcoxon_p(_per_query(test, "nDCG@10"), _per_query(baseline, "nDCG@10")))
+        records.append(record)
+    table = pd.DataFrame.from_records(records)
+    write_table(table, out_prefix, TABLE2_CAPTION.format(depth=depth, scaled=scaled))
+    return table
+
+
+def best_worst_queries(metric_csv, queries_path, qrels_path, out_prefix, count: int = 5,
+                       measure: str = "AP") -> pd.DataFrame:
+    """TK paper Tables 3-4: the ``count`` best and worst test queries of a run by ``measure``."""
+    metrics = read_metrics([metric_csv])
+    per_query = metrics[(metrics["qid"] != ALL) & (metrics["measure"] == measure)].sort_values(
+        ["value", "qid"], ascending=[False, True])
+    if per_query.empty:
+        raise StudyError(f"{metric_csv}: no per-query {measure} values")
+    texts, qrels = read_queries(queries_path), read_qrels(qrels_path)
+    system = per_query["system"].iloc[0]
+    parts = []
+    for label, chosen in (("best", per_query.head(count)), ("worst", per_query.tail(count).iloc[::-1])):
+        parts.append(pd.DataFrame({
+            "table": label, "qid": chosen["qid"].to_numpy(), measure: chosen["value"].to_numpy(),
+            "relevant": [sum(g > 0 for g in qrels.get(q, {}).values()) for q in chosen["qid"]],
+            "query": [texts.get(q, "") for q in chosen["qid"]],
+        }))
+    table = pd.concat(parts, ignore_index=True)
+    write_table(table, out_prefix, f"TK paper Tables 3-4: best and worst test queries of {system} by {measure}.")
+    return table
