@@ -1,0 +1,105 @@
+"""TK paper outputs: significance, Table 2, Tables 3-4, the interpretability view, efficiency."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+from rankstudy import formats
+from rankstudy.efficiency import measure_models
+from rankstudy.errors import StudyError
+from rankstudy.models import build_model
+from rankstudy.report.tk import best_worst_queries, table2
+from rankstudy.report.tk_view import choose_query, render
+from rankstudy.significance import wilcoxon_p
+from rankstudy.text.vocab import build_vocabulary
+
+
+def test_wilcoxon_detects_a_consistent_gain_and_not_noise():
+    rng = np.random.default_rng(0)
+    base = {str(q): float(v) for q, v in enumerate(rng.random(60))}
+    better = {q: v + 0.1 + rng.normal(0, 0.02) for q, v in base.items()}
+    noisy = {q: v + rng.normal(0, 0.05) for q, v in base.items()}
+    assert wilcoxon_p(better, base) < 0.001
+    assert wilcoxon_p(noisy, base) > 0.05
+    assert wilcoxon_p(base, base) == 1.0
+    with pytest.raises(StudyError, match="different queries"):
+        wilcoxon_p(base, {"0": 1.0})
+
+
+def metric_csv(path, system, split, values, measures=("AP", "nDCG@10", "RR@10", "P@10")):
+    rows = []
+    for measure in measures:
+        for qid, value in values.items():
+            rows.append(("d", system, split, measure, qid, value))
+        rows.append(("d", system, split, measure, "all", float(np.mean(list(values.values())))))
+    pd.DataFrame(rows, columns=["dataset", "system", "split", "measure", "qid", "value"]).to_csv(path, index=False)
+    return path
+
+
+def test_table2_rows_columns_and_significance(tmp_path):
+    qids = [str(i) for i in range(30)]
+    low = {q: 0.2 + 0.01 * i for i, q in enumerate(qids)}
+    high = {q: v + 0.2 for q, v in low.items()}
+    csvs = [metric_csv(tmp_path / f"{s}.{split}.csv", s, split, high if s.startswith("tk") else low)
+            for s in ("bm25", "tk.p1.s1", "tk.p1.s1-full") for split in ("dev", "test")]
+    rows = [{"run": "BM25", "model": None, "dataset": "d", "rerank": "bm25", "full": "bm25", "baseline": "bm25"},
+            {"run": "p1", "model": "tk", "dataset": "d", "rerank": "tk.p1.s1", "full": "tk.p1.s1-full", "baseline": "bm25"}]
+    efficiency = tmp_path / "eff.csv"
+    pd.DataFrame({"model": ["tk"], "device": ["cpu"], "docs_per_ms": [0.5]}).to_csv(efficiency, index=False)
+    table = table2(csvs, rows, tmp_path / "t2", depth=100, efficiency_csv=efficiency)
+    assert list(table["run"]) == ["BM25", "p1"]
+    assert table.loc[1, "test re-rank nDCG@10"] == pytest.approx(np.mean(list(high.values())))
+    assert table.loc[1, "p vs BM25"] < 0.001 and pd.isna(table.loc[0, "p vs BM25"])
+    assert table.loc[1, "docs/ms (CPU)"] == 0.5
+    assert (tmp_path / "t2.md").read_text().startswith("TK paper Table 2")
+
+
+def test_best_and_worst_queries(tmp_path):
+    values = {"1": 0.9, "2": 0.1, "3": 0.5, "4": 0.0, "5": 1.0}
+    csv = metric_csv(tmp_path / "m.csv", "tk", "test", values)
+    formats.write_queries(tmp_path / "q.tsv", {q: f"query {q}" for q in values})
+    formats.write_qrels(tmp_path / "r.txt", {q: {"d1": 1, "d2": 2} for q in values})
+    table = best_worst_queries(csv, tmp_path / "q.tsv", tmp_path / "r.txt", tmp_path / "t34", count=2)
+    assert list(table["qid"]) == ["5", "1", "4", "2"]
+    assert list(table["table"]) == ["best", "best", "worst", "worst"]
+    assert table.loc[0, "query"] == "query 5" and table.loc[0, "relevant"] == 2
+
+
+def test_choose_query_prefers_a_flip_to_relevant():
+    first = {"a": [("x", 3.0), ("r", 2.0)], "b": [("y", 3.0), ("z", 1.0)]}
+    neural = {"a": [("r", 9.0), ("x", 1.0)], "b": [("z", 9.0), ("y", 1.0)]}
+    qrels = {"a": {"r": 1}, "b": {"y": 1}}
+    assert choose_query(first, neural, qrels) == ("a", "r", "x")
+
+
+def test_interpretability_view(tmp_path):
+    docs = [("d1", "apple banana cherry apple"), ("d2", "durian apple elder fig"), ("d3", "grape")]
+    formats.write_collection(tmp_path / "c.tsv", docs)
+    formats.write_queries(tmp_path / "q.tsv", {"1": "apple banana"})
+    formats.write_qrels(tmp_path / "r.txt", {"1": {"d1": 2, "d2": 0}})
+    formats.write_run(tmp_path / "bm25.run", {"1": [("d2", 2.0), ("d1", 1.0)]}, "bm25")
+    formats.write_run(tmp_path / "tk.run", {"1": [("d1", 2.0), ("d2", 1.0)]}, "tk")
+    vocab = build_vocabulary(tmp_path / "c.tsv", 1)
+    torch.manual_seed(0)
+    embeddings = np.random.default_rng(0).normal(size=(len(vocab), 8)).astype(np.float32)
+    embeddings[:2] = 0
+    model = build_model("tk", {"heads": 2, "layers": 1, "ff_dim": 8}, embeddings).eval()
+    qid = render(model, vocab, tmp_path / "c.tsv", tmp_path / "q.tsv", tmp_path / "r.txt", tmp_path / "bm25.run",
+                 tmp_path / "tk.run", tmp_path / "view.html", 30, 200, [1.0, 0.9])
+    page = (tmp_path / "view.html").read_text()
+    assert qid == "1"
+    assert "TK&#x27;s top document" in page and "demoted by TK" in page
+    assert "d1" in page and "d2" in page and "s_log_k" in page and "s_len" in page
+    # exact matches of the query words fall in the exact-match kernel (mu = 1.0)
+    assert page.count("kernel μ=1.0") >= 3
+
+
+def test_efficiency_measures_every_model():
+    models = {"tk": {"model": "tk", "layers": 1, "heads": 2, "ff_dim": 8}, "knrm": {"model": "knrm"}}
+    table = measure_models(models, {"batch": 4, "doc_length": 20, "query_length": 4, "dim": 8, "vocab": 50,
+                                    "repeats": 1, "threads": 1})
+    assert list(table["model"]) == ["tk", "knrm"]
+    assert (table["docs_per_ms"] > 0).all() and (table["peak_memory_mb"] >= 0).all()
