@@ -21,10 +21,10 @@ Deliberate choices, following the original code (matchmaker ``TK_v1``) where the
 * Masking: padding is no token; OOV tokens (id 1) count for |d| but match nothing, and OOV query
   terms are left out of the sums over i (the original masked padding only, so an OOV query
   term contributed log2(1e-10) — a large constant that the paper does not intend).
-* The transformer is PyTorch's ``TransformerEncoder`` (post-norm, ReLU, batch-first). At inference,
-  distinct queries of a batch are contextualised once and shared (re-ranking scores one query
-  against many documents), and padding is skipped by the nested-tensor fast path; scores equal
-  those of the plain computation (tested).
+* The transformer is PyTorch's ``TransformerEncoder`` (post-norm, ReLU, batch-first) run through
+  ``nn.transformer.encoder_forward`` (fused scaled-dot-product attention). At inference, distinct
+  queries of a batch are contextualised once and shared (re-ranking scores one query against
+  many documents); scores equal those of the original computation (tested, bench/tk_speed.py).
 
 Optional windowed kernel pooling (the notebook's d3 run on documents up to 800 tokens): for each
 window size w the document is cut into consecutive windows of w tokens, (4) is computed per
@@ -42,6 +42,7 @@ import torch
 from torch import nn
 
 from rankstudy.nn.embedding import pretrained_embedding, sinusoidal_positions
+from rankstudy.nn.transformer import encoder_forward
 from rankstudy.nn.kernels import KernelPooling, cosine_matrix, default_mus, match_mask, token_masks
 
 
@@ -85,8 +86,8 @@ class TK(nn.Module):
             raise ValueError(f"embedding dim {dim} is not divisible by {config.heads} heads")
         layer = nn.TransformerEncoderLayer(dim, config.heads, dim_feedforward=config.ff_dim,
                                            dropout=config.dropout, batch_first=True)
-        # nested tensors (padding skipped at inference) need an even head count in PyTorch
-        self.contextualizer = nn.TransformerEncoder(layer, config.layers, enable_nested_tensor=config.heads % 2 == 0)
+        # parameters of PyTorch's layer; the forward pass is nn.transformer.encoder_forward
+        self.contextualizer = nn.TransformerEncoder(layer, config.layers, enable_nested_tensor=False)
         self.register_buffer("positions", sinusoidal_positions(config.max_length, dim), persistent=False)
         self.mixer = nn.Parameter(torch.full([1], config.mixer_init))
         self.kernels = KernelPooling(config.kernels_mu, config.kernels_sigma)
@@ -109,7 +110,9 @@ class TK(nn.Module):
             raise ValueError(f"sequence of {ids.shape[1]} tokens exceeds max_length {self.positions.shape[0]}")
         tokens, matchable = token_masks(ids)
         embedded = self.embedding(ids)
-        context = self.contextualizer(embedded + self.positions[: ids.shape[1]], src_key_padding_mask=tokens == 0)
+        padding = tokens == 0
+        context = encoder_forward(self.contextualizer, embedded + self.positions[: ids.shape[1]],
+                                  padding if bool(padding.any()) else None)
         mixed = (self.mixer * embedded + (1 - self.mixer) * context) * tokens.unsqueeze(-1)
         return mixed, tokens, matchable
 
