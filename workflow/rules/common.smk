@@ -146,7 +146,7 @@ def table2_metrics():
 
 def scaled_note():
     """What the default config scales down against the papers (shown in captions)."""
-    return config.get("report", {}).get("scaled_note", "")
+    return NEURAL["caption_note"]
 
 
 def _tk_queries_run():

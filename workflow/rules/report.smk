@@ -42,7 +42,7 @@ rule tk_table2:
         prefix=lambda wildcards, output: output[0].removesuffix(".csv"),
     shell:
         "python -m rankstudy tk-table2 --metrics {input.metrics:q} --efficiency {input.efficiency} --rows {params.rows:q} --depth {params.depth}"
-        " --scaled {params.scaled:q} --out-prefix {params.prefix} 2> {log}"
+        " --scaled={params.scaled:q} --out-prefix {params.prefix} 2> {log}"
 
 
 rule tk_table3_4:
