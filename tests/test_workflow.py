@@ -28,6 +28,21 @@ def workflow_copy(tmp_path: Path) -> Path:
     return work
 
 
+def local_dataset_config(work: Path, tmp_path: Path, name: str, qrels: str) -> Path:
+    """A two-document local dataset ``name`` and ``work/{name}.yaml`` that runs only it."""
+    local = tmp_path / name
+    local.mkdir()
+    (local / "collection.tsv").write_text("d1\tapple banana\nd2\tcherry\n")
+    (local / "queries.tsv").write_text("1\tapple\n")
+    (local / "qrels.txt").write_text(qrels)
+    (work / f"{name}.yaml").write_text(
+        f"datasets:\n  {name}:\n    source: local\n    local:\n"
+        f"      path: {local}\n      splits:\n        test: {{queries: queries.tsv, qrels: qrels.txt}}\n"
+        f"first_stage:\n  datasets: [{name}]\n"
+    )
+    return local
+
+
 def snakemake(work: Path, *args: str, timeout: int = 600) -> subprocess.CompletedProcess:
     return subprocess.run([str(BIN / "snakemake"), *args], cwd=work, env=ENV, capture_output=True,
                           text=True, timeout=timeout)
@@ -65,16 +80,7 @@ def test_lint_is_clean(tmp_path):
 
 def test_a_local_collection_config(tmp_path):
     work = workflow_copy(tmp_path)
-    local = tmp_path / "mini"
-    local.mkdir()
-    (local / "collection.tsv").write_text("d1\tapple banana\nd2\tcherry\n")
-    (local / "queries.tsv").write_text("1\tapple\n")
-    (local / "qrels.txt").write_text("1 0 d1 1\n")
-    (work / "mini.yaml").write_text(
-        "datasets:\n  mini:\n    source: local\n    local:\n"
-        f"      path: {local}\n      splits:\n        test: {{queries: queries.tsv, qrels: qrels.txt}}\n"
-        "first_stage:\n  datasets: [mini]\n"
-    )
+    local_dataset_config(work, tmp_path, "mini", "1 0 d1 1\n")
     result = snakemake(work, "-n", "--cores", "2", "--configfile", "mini.yaml")
     assert result.returncode == 0, result.stderr
     counts = job_counts(result.stdout + result.stderr)
@@ -106,7 +112,12 @@ def test_the_tiny_study_runs_end_to_end(tmp_path):
         for system in ("bm25", "ql"):
             for split in ("train", "dev", "test"):
                 assert re.search(rf"\| {dataset}\s+\| {split}\s+\| {system}\s+\|", table), (dataset, system, split)
-    for rule in ("index", "first_stage", "evaluate", "report"):
+    results = work / "results"
+    assert "| p1 " in (results / "tables" / "tk_table2.md").read_text()
+    assert (results / "tables" / "tk_table3_4.md").read_text().count("| best ") == 5
+    assert "top document" in (results / "tk_view.html").read_text()
+    assert "docs_per_ms" in (results / "efficiency.csv").read_text()
+    for rule in ("index", "first_stage", "evaluate", "report", "train", "rerank"):
         assert any((work / "logs" / rule).rglob("*.log")), rule
     assert list((work / "benchmarks" / "anserini").glob("index.*.json"))
     # a second run has nothing to do
@@ -120,16 +131,7 @@ def test_the_tiny_study_runs_end_to_end(tmp_path):
 @pytest.mark.slow
 def test_bad_input_fails_the_run_cleanly(tmp_path):
     work = workflow_copy(tmp_path)
-    local = tmp_path / "broken"
-    local.mkdir()
-    (local / "collection.tsv").write_text("d1\tapple banana\nd2\tcherry\n")
-    (local / "queries.tsv").write_text("1\tapple\n")
-    (local / "qrels.txt").write_text("1 0 d1 1\n1 0 d2 two\n")
-    (work / "broken.yaml").write_text(
-        "datasets:\n  broken:\n    source: local\n    local:\n"
-        f"      path: {local}\n      splits:\n        test: {{queries: queries.tsv, qrels: qrels.txt}}\n"
-        "first_stage:\n  datasets: [broken]\n"
-    )
+    local = local_dataset_config(work, tmp_path, "broken", "1 0 d1 1\n1 0 d2 two\n")
     result = snakemake(work, "--cores", "1", "--configfile", "broken.yaml")
     assert result.returncode != 0
     log = (work / "logs" / "data" / "broken.log").read_text()

@@ -14,29 +14,24 @@ log of max(K, 1e-10) scaled by ``log_scale``; no tanh. Kernels as KNRM.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 import torch
 from torch import nn
 
 from rankstudy.nn.embedding import pretrained_embedding
-from rankstudy.nn.kernels import KernelPooling, cosine_matrix, default_mus, match_mask, token_masks
+from rankstudy.nn.kernels import (KernelModelConfig, KernelPooling, cosine_matrix, log_soft_tf, match_mask,
+                                  token_masks)
 
 
 @dataclass
-class ConvKNRMConfig:
+class ConvKNRMConfig(KernelModelConfig):
     max_ngram: int = 3
     filters: int = 128
-    kernels_mu: list[float] = field(default_factory=default_mus)
-    kernels_sigma: list[float] = field(default_factory=lambda: [0.001] + [0.1] * 10)
-    log_scale: float = 0.01
-    dense_init: float = 0.014
-    train_embeddings: bool = True
 
     def __post_init__(self) -> None:
-        if len(self.kernels_mu) != len(self.kernels_sigma):
-            raise ValueError("kernels_mu and kernels_sigma need the same length")
+        super().__post_init__()
         if self.max_ngram < 1 or self.filters < 1:
             raise ValueError("max_ngram and filters must be positive")
 
@@ -69,6 +64,5 @@ class ConvKNRM(nn.Module):
         for q in self._ngrams(query):
             for d in self._ngrams(document):
                 soft_tf = self.kernels(cosine_matrix(q, d), matches)
-                features.append((torch.log(torch.clamp(soft_tf, min=1e-10)) * self.config.log_scale
-                                 * q_match.unsqueeze(-1)).sum(1))
+                features.append(log_soft_tf(soft_tf, q_match) * self.config.log_scale)
         return self.dense(torch.cat(features, dim=1)).squeeze(1)

@@ -16,27 +16,20 @@ Masking as in TK: padding is no token, OOV matches nothing.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 import torch
 from torch import nn
 
 from rankstudy.nn.embedding import pretrained_embedding
-from rankstudy.nn.kernels import KernelPooling, cosine_matrix, default_mus, match_mask, token_masks
+from rankstudy.nn.kernels import (KernelModelConfig, KernelPooling, cosine_matrix, log_soft_tf, match_mask,
+                                  token_masks)
 
 
 @dataclass
-class KNRMConfig:
-    kernels_mu: list[float] = field(default_factory=default_mus)
-    kernels_sigma: list[float] = field(default_factory=lambda: [0.001] + [0.1] * 10)
-    log_scale: float = 0.01
-    dense_init: float = 0.014
-    train_embeddings: bool = True
-
-    def __post_init__(self) -> None:
-        if len(self.kernels_mu) != len(self.kernels_sigma):
-            raise ValueError("kernels_mu and kernels_sigma need the same length")
+class KNRMConfig(KernelModelConfig):
+    pass
 
 
 class KNRM(nn.Module):
@@ -55,5 +48,4 @@ class KNRM(nn.Module):
         _, d_match = token_masks(document)
         soft_tf = self.kernels(cosine_matrix(self.embedding(query), self.embedding(document)),
                                match_mask(q_match, d_match))
-        phi = (torch.log(torch.clamp(soft_tf, min=1e-10)) * self.config.log_scale * q_match.unsqueeze(-1)).sum(1)
-        return self.dense(phi).squeeze(1)
+        return self.dense(log_soft_tf(soft_tf, q_match) * self.config.log_scale).squeeze(1)

@@ -42,8 +42,8 @@ import torch
 from torch import nn
 
 from rankstudy.nn.embedding import pretrained_embedding, sinusoidal_positions
+from rankstudy.nn.kernels import KernelPooling, cosine_matrix, default_mus, log_soft_tf, match_mask, token_masks
 from rankstudy.nn.transformer import encoder_forward
-from rankstudy.nn.kernels import KernelPooling, cosine_matrix, default_mus, match_mask, token_masks
 
 
 @dataclass
@@ -131,7 +131,7 @@ class TK(nn.Module):
         similarity, matches = cosine_matrix(q, d), match_mask(q_match, d_match)
         soft_tf = self.kernels(similarity, matches)  # [B, Lq, K]
         query_terms = q_match.unsqueeze(-1)
-        s_log_k = (torch.log2(torch.clamp(soft_tf, min=1e-10)) * self.scaler * query_terms).sum(1)
+        s_log_k = log_soft_tf(soft_tf, q_match, torch.log2) * self.scaler
         features = {"similarity": similarity, "match_mask": matches, "s_log_k": s_log_k}
         if self.config.branches == "both":
             lengths = d_tokens.sum(1).view(-1, 1, 1)

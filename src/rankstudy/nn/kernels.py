@@ -9,7 +9,8 @@ Matches involving padding or OOV tokens are masked out before the sum over j.
 
 from __future__ import annotations
 
-from typing import Sequence
+from dataclasses import dataclass, field
+from typing import Callable, Sequence
 
 import torch
 from torch import nn
@@ -61,3 +62,24 @@ class KernelPooling(nn.Module):
 def match_mask(query_mask: torch.Tensor, document_mask: torch.Tensor) -> torch.Tensor:
     """[B, Lq] x [B, Ld] -> [B, Lq, Ld] outer product of two masks."""
     return query_mask.unsqueeze(2) * document_mask.unsqueeze(1)
+
+
+def log_soft_tf(soft_tf: torch.Tensor, query_mask: torch.Tensor,
+                log: Callable[[torch.Tensor], torch.Tensor] = torch.log) -> torch.Tensor:
+    """Σ_i log(max(K_k(M_i), 1e-10)) over the query terms in ``query_mask``: [B, Lq, K] -> [B, K]."""
+    return (log(torch.clamp(soft_tf, min=1e-10)) * query_mask.unsqueeze(-1)).sum(1)
+
+
+@dataclass
+class KernelModelConfig:
+    """Settings shared by KNRM and CONV-KNRM (the matchmaker baselines of the TK paper)."""
+
+    kernels_mu: list[float] = field(default_factory=default_mus)
+    kernels_sigma: list[float] = field(default_factory=lambda: [0.001] + [0.1] * 10)
+    log_scale: float = 0.01
+    dense_init: float = 0.014
+    train_embeddings: bool = True
+
+    def __post_init__(self) -> None:
+        if len(self.kernels_mu) != len(self.kernels_sigma):
+            raise ValueError("kernels_mu and kernels_sigma need the same length")
