@@ -23,3 +23,5 @@ rule all:
         rules.tk_table3_4.output if TK_QUERIES else [],
         rules.tk_view.output if TK_QUERIES else [],
         rules.efficiency.output,
+        rules.choppy_table1.output if truncation_names() else [],
+        rules.choppy_figures.output if truncation_names() else [],

@@ -195,6 +195,29 @@ def _efficiency(args: argparse.Namespace) -> None:
     write_efficiency(json.loads(args.models), json.loads(args.setup), Path(args.out))
 
 
+def _truncation(args: argparse.Namespace) -> None:
+    from rankstudy.truncation.experiment import run_from_files
+
+    qid_lists = {part: path for part, path in (("train", args.train_qids), ("dev", args.dev_qids),
+                                               ("test", args.test_qids)) if path}
+    if qid_lists and len(qid_lists) != 3:
+        raise StudyError("give all three of --train-qids, --dev-qids and --test-qids, or none")
+    run_from_files(Path(args.run), Path(args.qrels), json.loads(args.config), args.seed, Path(args.out),
+                   grid=args.grid, qid_lists=qid_lists)
+
+
+def _choppy_report(args: argparse.Namespace) -> None:
+    from rankstudy.report import choppy
+
+    studies = [Path(p) for p in args.studies]
+    if args.what == "table1":
+        choppy.table1(studies, args.names, Path(args.out_prefix), args.caption_note)
+    elif args.what == "fig1":
+        choppy.figure1(studies[0], Path(args.out_prefix))
+    else:
+        choppy.figure2(studies, args.names, Path(args.out_prefix))
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m rankstudy", description=__doc__.splitlines()[0])
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
@@ -375,6 +398,26 @@ def build_parser() -> argparse.ArgumentParser:
                    help='JSON {"batch", "doc_length", "query_length", "dim", "vocab", "repeats", "threads"}')
     p.add_argument("--out", required=True, help="CSV")
     p.set_defaults(handler=_efficiency)
+
+    p = commands.add_parser("truncation", help="ranked-list truncation study (Choppy Table 1) on a run")
+    p.add_argument("--run", required=True, help="TREC run with scores")
+    p.add_argument("--qrels", required=True)
+    p.add_argument("--config", required=True, help="the truncation config section as JSON")
+    p.add_argument("--seed", type=int, required=True)
+    p.add_argument("--out", required=True, help="output directory")
+    p.add_argument("--grid", action="store_true", help="also train Choppy over the d x heads grid (Fig. 2)")
+    p.add_argument("--train-qids", help="file with one train query id per line (else a seeded split)")
+    p.add_argument("--dev-qids")
+    p.add_argument("--test-qids")
+    p.set_defaults(handler=_truncation)
+
+    p = commands.add_parser("choppy-report", help="the Choppy paper's Table 1 and Figures 1-2")
+    p.add_argument("what", choices=["table1", "fig1", "fig2"])
+    p.add_argument("--studies", nargs="+", required=True, help="truncation output directories")
+    p.add_argument("--names", nargs="+", required=True, help="run-type name of each study")
+    p.add_argument("--caption-note", default="")
+    p.add_argument("--out-prefix", required=True)
+    p.set_defaults(handler=_choppy_report)
     return parser
 
 

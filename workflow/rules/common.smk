@@ -160,3 +160,29 @@ def _tk_queries_run():
 
 
 TK_QUERIES = _tk_queries_run()
+
+
+# ---- ranked-list truncation ----------------------------------------------------------------
+TRUNCATION = config["truncation"]
+
+
+def truncation_inputs(name):
+    """{run, qrels} paths of a truncation run type (a workflow run or external files)."""
+    spec = TRUNCATION["runs"][name]
+    if "run" in spec:
+        return {"run": spec["run"], "qrels": spec["qrels"]}
+    split = spec.get("split", "test")
+    return {"run": f"runs/{spec['dataset']}/{spec['system']}.{split}.run",
+            "qrels": f"data/{spec['dataset']}/qrels.{split}.txt"}
+
+
+def truncation_names():
+    """Run types whose inputs the study produces (workflow runs of its datasets) or files."""
+    return [name for name, spec in TRUNCATION["runs"].items()
+            if "run" in spec or spec.get("dataset") in FIRST_STAGE["datasets"]]
+
+
+def truncation_qid_args(name):
+    spec = TRUNCATION["runs"][name]
+    return " ".join(f"--{part}-qids {spec[f'{part}_qids']}" for part in ("train", "dev", "test")
+                    if f"{part}_qids" in spec)

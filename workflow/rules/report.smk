@@ -107,3 +107,75 @@ rule efficiency:
         setup=as_json(NEURAL["efficiency"]["setup"]),
     shell:
         "python -m rankstudy efficiency --models {params.models:q} --setup {params.setup:q} --out {output} 2> {log}"
+
+
+rule truncation:
+    input:
+        unpack(lambda wc: truncation_inputs(wc.name)),
+    output:
+        results="results/truncation/{name}/results.csv",
+        per_query="results/truncation/{name}/per_query.csv",
+        fig1="results/truncation/{name}/fig1.json",
+        grid="results/truncation/{name}/grid.csv",
+    log:
+        "logs/truncation/{name}.log",
+    conda:
+        "../../environment.yml"
+    benchmark:
+        "benchmarks/truncation/{name}.tsv"
+    threads: NEURAL["threads"]
+    params:
+        settings=as_json({k: v for k, v in TRUNCATION.items() if k != "runs"}),
+        seed=config["seed"],
+        qids=lambda wc: truncation_qid_args(wc.name),
+        out=lambda wildcards, output: os.path.dirname(output.results),
+    resources:
+        mem_mb=4000,
+        runtime=120,
+    shell:
+        "python -m rankstudy truncation --run {input.run} --qrels {input.qrels} --config {params.settings:q}"
+        " --seed {params.seed} --out {params.out} --grid {params.qids} 2> {log}"
+
+
+rule choppy_table1:
+    input:
+        expand("results/truncation/{name}/results.csv", name=truncation_names()),
+    output:
+        report("results/tables/choppy_table1.csv", caption="../report/choppy.rst", category="Choppy"),
+        "results/tables/choppy_table1.md",
+        "results/tables/choppy_table1.tex",
+    log:
+        "logs/report/choppy_table1.log",
+    conda:
+        "../../environment.yml"
+    params:
+        studies=lambda wildcards, input: [os.path.dirname(path) for path in input],
+        names=truncation_names(),
+        note=f"Lists cut to the top {TRUNCATION['n']}; Choppy d={TRUNCATION['choppy'].get('d_model', 128)}.",
+        prefix=lambda wildcards, output: output[0].removesuffix(".csv"),
+    shell:
+        "python -m rankstudy choppy-report table1 --studies {params.studies} --names {params.names}"
+        " --caption-note={params.note:q} --out-prefix {params.prefix} 2> {log}"
+
+
+rule choppy_figures:
+    input:
+        fig1=expand("results/truncation/{name}/fig1.json", name=truncation_names()[:1]),
+        grids=expand("results/truncation/{name}/grid.csv", name=truncation_names()),
+    output:
+        report(multiext("results/figures/choppy_fig1", ".png", ".pdf"), caption="../report/choppy.rst",
+               category="Choppy"),
+        report(multiext("results/figures/choppy_fig2", ".png", ".pdf"), caption="../report/choppy.rst",
+               category="Choppy"),
+    log:
+        "logs/report/choppy_figures.log",
+    conda:
+        "../../environment.yml"
+    params:
+        first=lambda wildcards, input: os.path.dirname(input.fig1[0]),
+        studies=lambda wildcards, input: [os.path.dirname(path) for path in input.grids],
+        names=truncation_names(),
+    shell:
+        "(python -m rankstudy choppy-report fig1 --studies {params.first} --names {params.names[0]}"
+        " --out-prefix results/figures/choppy_fig1 && python -m rankstudy choppy-report fig2"
+        " --studies {params.studies} --names {params.names} --out-prefix results/figures/choppy_fig2) 2> {log}"

@@ -1,0 +1,88 @@
+"""The Choppy paper's Table 1 and Figures 1-2 from the truncation study's outputs."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Sequence
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import pandas as pd  # noqa: E402
+
+from rankstudy.atomic import atomic_path  # noqa: E402
+from rankstudy.errors import StudyError  # noqa: E402
+from rankstudy.report.tables import write_table  # noqa: E402
+
+METRIC_NAMES = {"f1": "F1", "dcg": "DCG"}
+
+
+def table1(study_dirs: Sequence[Path], names: Sequence[str], out_prefix: Path, caption_note: str = "") -> pd.DataFrame:
+    """Methods x (run type, metric), with Choppy's and every method's relative gain over BiCut on F1."""
+    frames = []
+    for name, directory in zip(names, study_dirs):
+        results = pd.read_csv(Path(directory) / "results.csv")
+        wide = results.pivot(index="method", columns="metric", values="value").rename(columns=METRIC_NAMES)
+        bicut = wide.loc["BiCut", "F1"] if "BiCut" in wide.index else None
+        wide["F1 gain over BiCut (%)"] = (wide["F1"] / bicut - 1) * 100 if bicut else None
+        frames.append(wide.reset_index().assign(run=name))
+    if not frames:
+        raise StudyError("Choppy Table 1: no truncation results")
+    table = pd.concat(frames, ignore_index=True)[["run", "method", "F1", "DCG", "F1 gain over BiCut (%)"]]
+    order = {m: i for i, m in enumerate(["Oracle", "Fixed", "Greedy", "BiCut", "Choppy"])}
+    table["_order"] = table["method"].map(lambda m: next((v for k, v in order.items() if m.startswith(k)), 9))
+    table = table.sort_values(["run", "_order", "method"]).drop(columns="_order").reset_index(drop=True)
+    write_table(table, out_prefix, "Choppy paper Table 1: mean F1 and penalised DCG on the test queries when "
+                "each method cuts the ranked lists (BiCut: F1 only, as the paper). " + caption_note)
+    return table
+
+
+def _save(figure, out_prefix: Path) -> None:
+    for suffix in (".png", ".pdf"):
+        target = out_prefix.parent / (out_prefix.name + suffix)
+        with atomic_path(target) as tmp:
+            figure.savefig(tmp, format=suffix[1:], bbox_inches="tight", dpi=120)
+    plt.close(figure)
+
+
+def figure1(study_dir: Path, out_prefix: Path) -> None:
+    """Per metric: the metric at each cut for three training queries, above Choppy's distribution."""
+    fig1 = json.loads((Path(study_dir) / "fig1.json").read_text())
+    metrics = [m for m in ("f1", "dcg") if m in fig1]
+    figure, axes = plt.subplots(2 * len(metrics), 3, figsize=(12, 3.2 * len(metrics) * 2), squeeze=False)
+    for row, metric in enumerate(metrics):
+        data = fig1[metric]
+        for column, qid in enumerate(data["qids"]):
+            length = data["lengths"][column]
+            positions = range(1, length + 1)
+            axes[2 * row, column].plot(positions, data["tables"][column][:length])
+            axes[2 * row, column].set_title(f"query {qid}: {METRIC_NAMES[metric]} by cut")
+            axes[2 * row + 1, column].bar(positions, data["probabilities"][column][:length])
+            axes[2 * row + 1, column].set_title("Choppy's cut distribution")
+            axes[2 * row + 1, column].set_xlabel("cut position")
+    _save(figure, out_prefix)
+
+
+def figure2(study_dirs: Sequence[Path], names: Sequence[str], out_prefix: Path) -> None:
+    """Heat maps of test F1 and DCG over the d x heads grid (3 layers), one row per run type."""
+    grids = [(name, pd.read_csv(Path(d) / "grid.csv")) for name, d in zip(names, study_dirs)]
+    grids = [(name, grid) for name, grid in grids if not grid.empty]
+    if not grids:
+        raise StudyError("Choppy Fig. 2: no grid results (set truncation.grid_d and grid_heads)")
+    figure, axes = plt.subplots(len(grids), 2, figsize=(9, 3.6 * len(grids)), squeeze=False)
+    for row, (name, grid) in enumerate(grids):
+        for column, metric in enumerate(("f1", "dcg")):
+            cell = grid[grid["metric"] == metric].pivot(index="d_model", columns="heads", values="value")
+            axis = axes[row, column]
+            image = axis.imshow(cell.to_numpy(), cmap="viridis", aspect="auto")
+            axis.set_xticks(range(len(cell.columns)), cell.columns)
+            axis.set_yticks(range(len(cell.index)), cell.index)
+            axis.set_xlabel("heads")
+            axis.set_ylabel("d")
+            axis.set_title(f"{name}: test {METRIC_NAMES[metric]}")
+            for (i, j), value in pd.DataFrame(cell.to_numpy()).stack().items():
+                axis.text(j, i, f"{value:.3f}", ha="center", va="center", color="white", fontsize=8)
+            figure.colorbar(image, ax=axis)
+    _save(figure, out_prefix)

@@ -1,0 +1,150 @@
+"""One ranked-list-truncation study (Choppy paper, Table 1): a run + qrels in, every method out.
+
+Queries are split once, seeded: ``test_fraction`` of them for test, ``dev_fraction`` carved from
+the rest for model selection (never the test part), the remainder for training; or the split comes
+from query-id files. For each metric (F1, penalised DCG) the methods are: Oracle (best cut per
+test query), Fixed-k (each configured k), Greedy-k (best k on train, applied to test), BiCut (F1
+only, as the paper) and Choppy. Results: mean and per-query test values, Choppy's distribution
+for three training queries (Fig. 1), and optionally a d x heads grid (Fig. 2).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+
+from rankstudy import formats
+from rankstudy.atomic import atomic_open
+from rankstudy.config import from_dict
+from rankstudy.errors import StudyError
+from rankstudy.models.choppy import ChoppyConfig
+from rankstudy.truncation.baselines import evaluate_cuts, fixed_k, greedy_k, oracle
+from rankstudy.truncation.bicut import BiCutConfig, predict_cuts, train_bicut
+from rankstudy.truncation.choppy_train import predict, train_choppy
+from rankstudy.truncation.tables import build_labels, build_tables
+
+log = logging.getLogger(__name__)
+METRICS = ("f1", "dcg")
+
+
+@dataclass
+class TruncationConfig:
+    n: int = 300
+    rel_threshold: int = 1
+    recall_base: str = "qrels"
+    test_fraction: float = 0.2
+    dev_fraction: float = 0.1
+    fixed_k: list[int] = field(default_factory=lambda: [5, 10, 50])
+    choppy: dict = field(default_factory=dict)
+    bicut: dict = field(default_factory=dict)
+    grid_d: list[int] = field(default_factory=list)
+    grid_heads: list[int] = field(default_factory=list)
+    device: str = "auto"
+
+    def __post_init__(self) -> None:
+        if not (0 < self.test_fraction < 1 and 0 < self.dev_fraction < 1 and self.test_fraction + self.dev_fraction < 1):
+            raise ValueError("test_fraction and dev_fraction must be in (0, 1) and sum below 1")
+        if self.n < 1 or any(k < 1 for k in self.fixed_k):
+            raise ValueError("n and every fixed k must be positive")
+
+
+def split_queries(qids: Sequence[str], cfg: TruncationConfig, seed: int,
+                  given: Mapping[str, Sequence[str]] | None = None) -> dict[str, np.ndarray]:
+    """Indices of the train/dev/test queries: from ``given`` qid lists, else a seeded split."""
+    position = {qid: i for i, qid in enumerate(qids)}
+    if given:
+        missing = {part: [q for q in ids if q not in position] for part, ids in given.items()}
+        if any(missing.values()):
+            raise StudyError(f"query-id lists name queries without results or judgments: {missing}")
+        return {part: np.array([position[q] for q in ids], dtype=int) for part, ids in given.items()}
+    order = np.random.default_rng(seed).permutation(len(qids))
+    n_test = max(1, round(cfg.test_fraction * len(qids)))
+    n_dev = max(1, round(cfg.dev_fraction * len(qids)))
+    if len(qids) - n_test - n_dev < 1:
+        raise StudyError(f"{len(qids)} queries are too few to split into train, dev and test")
+    return {"test": np.sort(order[:n_test]), "dev": np.sort(order[n_test:n_test + n_dev]),
+            "train": np.sort(order[n_test + n_dev:])}
+
+
+def _part(arrays: Sequence[np.ndarray], index: np.ndarray) -> tuple:
+    return tuple(array[index] for array in arrays)
+
+
+def run_study(run: formats.Run, qrels: formats.Qrels, cfg: TruncationConfig, seed: int,
+              given_split: Mapping[str, Sequence[str]] | None = None, grid: bool = False) -> dict[str, Any]:
+    """Every method on both metrics; returns tables of results (see ``write_study``)."""
+    rows, per_query, fig1, grid_rows = [], [], {}, []
+    split = None
+    for metric in METRICS:
+        qids, scores, tables, lengths = build_tables(run, qrels, cfg.n, metric, cfg.rel_threshold, cfg.recall_base)
+        split = split or split_queries(qids, cfg, seed, given_split)
+        train, dev, test = (_part((scores, tables, lengths), split[p]) for p in ("train", "dev", "test"))
+        test_qids = [qids[i] for i in split["test"]]
+        cuts: dict[str, np.ndarray] = {}
+        best_value, best_cut = oracle(test[1])
+        cuts["Oracle"] = best_cut
+        for k in cfg.fixed_k:
+            cuts[f"Fixed-{k}"] = np.full(len(test_qids), k)
+        k = greedy_k(train[1])
+        cuts[f"Greedy-k (k={k})"] = np.full(len(test_qids), k)
+        if metric == "f1":
+            labels = build_labels(run, qrels, qids, cfg.n, cfg.rel_threshold)
+            bicut = train_bicut((train[0], labels[split["train"]], train[2]), dev,
+                                from_dict(BiCutConfig, cfg.bicut, "truncation.bicut"), seed, cfg.device)
+            cuts["BiCut"] = predict_cuts(bicut, test[0], test[2])
+        choppy_cfg = from_dict(ChoppyConfig, {**cfg.choppy, "max_length": cfg.n}, "truncation.choppy")
+        model, history = train_choppy(train, dev, choppy_cfg, seed, cfg.device)
+        cuts["Choppy"], _ = predict(model, test[0], test[2], cfg.device)
+        _, probabilities = predict(model, train[0][:3], train[2][:3], cfg.device)
+        fig1[metric] = {"qids": [qids[i] for i in split["train"][:3]], "tables": train[1][:3].tolist(),
+                        "probabilities": probabilities.tolist(), "lengths": train[2][:3].tolist()}
+        for method, method_cuts in cuts.items():
+            values = evaluate_cuts(test[1], method_cuts)
+            rows.append({"metric": metric, "method": method, "value": float(values.mean()),
+                         "mean_cut": float(np.mean(method_cuts))})
+            per_query += [{"metric": metric, "method": method, "qid": q, "value": float(v), "cut": int(c)}
+                          for q, v, c in zip(test_qids, values, method_cuts)]
+        if grid:
+            for d_model in cfg.grid_d:
+                for heads in cfg.grid_heads:
+                    cell = from_dict(ChoppyConfig, {**cfg.choppy, "max_length": cfg.n, "d_model": d_model,
+                                                    "heads": heads, "layers": 3}, "truncation.choppy")
+                    model, _ = train_choppy(train, dev, cell, seed, cfg.device)
+                    grid_cuts, _ = predict(model, test[0], test[2], cfg.device)
+                    grid_rows.append({"metric": metric, "d_model": d_model, "heads": heads,
+                                      "value": float(evaluate_cuts(test[1], grid_cuts).mean())})
+        log.info("%s: %s", metric, ", ".join(f"{r['method']} {r['value']:.4f}" for r in rows if r["metric"] == metric))
+    sizes = {part: int(len(index)) for part, index in split.items()}
+    return {"results": pd.DataFrame(rows), "per_query": pd.DataFrame(per_query), "fig1": fig1,
+            "grid": pd.DataFrame(grid_rows), "split": sizes}
+
+
+def write_study(study: Mapping[str, Any], out_dir: Path) -> None:
+    """results.csv, per_query.csv, fig1.json, grid.csv (when computed) and split.json, atomically."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    for name in ("results", "per_query", "grid"):
+        with atomic_open(out_dir / f"{name}.csv") as out:
+            study[name].to_csv(out, index=False)
+    for name in ("fig1", "split"):
+        with atomic_open(out_dir / f"{name}.json") as out:
+            json.dump(study[name], out)
+
+
+def read_qid_list(path: str | Path) -> list[str]:
+    return [line.strip() for line in Path(path).read_text().splitlines() if line.strip()]
+
+
+def run_from_files(run_path: Path, qrels_path: Path, settings: Mapping[str, Any], seed: int, out_dir: Path,
+                   grid: bool = False, qid_lists: Mapping[str, str] | None = None) -> None:
+    cfg = from_dict(TruncationConfig, settings, "truncation")
+    given = {part: read_qid_list(path) for part, path in (qid_lists or {}).items()} or None
+    study = run_study(formats.read_run(run_path), formats.read_qrels(qrels_path), cfg, seed, given, grid)
+    write_study(study, out_dir)
+    log.info("split %s -> %s", study["split"], out_dir)
+
