@@ -68,7 +68,9 @@ def test_dry_run_lists_the_study_jobs(tmp_path):
         # (p1 x 3, p2, d1, d2 x 3, d3, knrm, conv_knrm) x dev/test; full task likewise
         "rerank": 22, "tune_depth": 11, "full_task": 22, "ensemble": 2,
         "evaluate": 12 + 46, "tk_table2": 1, "tk_table3_4": 1, "tk_view": 1, "efficiency": 1,
-        "all": 1, "total": 163,
+        # Choppy paper: BM25 and TK-ensemble lists
+        "truncation": 2, "choppy_table1": 1, "choppy_figures": 1,
+        "all": 1, "total": 167,
     }
 
 
@@ -117,6 +119,10 @@ def test_the_tiny_study_runs_end_to_end(tmp_path):
     assert (results / "tables" / "tk_table3_4.md").read_text().count("| best ") == 5
     assert "top document" in (results / "tk_view.html").read_text()
     assert "docs_per_ms" in (results / "efficiency.csv").read_text()
+    choppy = (results / "tables" / "choppy_table1.md").read_text()
+    assert "| Choppy " in choppy and "| Oracle " in choppy and "| BiCut " in choppy
+    assert (results / "figures" / "choppy_fig1.png").stat().st_size > 0
+    assert (results / "figures" / "choppy_fig2.pdf").stat().st_size > 0
     for rule in ("index", "first_stage", "evaluate", "report", "train", "rerank"):
         assert any((work / "logs" / rule).rglob("*.log")), rule
     assert list((work / "benchmarks" / "anserini").glob("index.*.json"))

@@ -1,0 +1,51 @@
+"""The truncation study on a toy run: splits, every method, Oracle bounds all, same seed same numbers."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from rankstudy.errors import StudyError
+from rankstudy.truncation.experiment import TruncationConfig, run_study, split_queries
+
+
+def toy_run(queries=60, length=30, seed=0):
+    rng = np.random.default_rng(seed)
+    run, qrels = {}, {}
+    for q in range(queries):
+        scores = np.sort(rng.random(length))[::-1]
+        relevant = rng.integers(1, 10)
+        run[str(q)] = [(f"d{i}", float(s)) for i, s in enumerate(scores)]
+        qrels[str(q)] = {f"d{i}": int(rng.random() < 0.8) for i in range(relevant)}
+    return run, qrels
+
+
+def test_seeded_split_and_given_split():
+    qids = [str(i) for i in range(50)]
+    cfg = TruncationConfig(n=10)
+    split = split_queries(qids, cfg, seed=1)
+    assert {k: len(v) for k, v in split.items()} == {"test": 10, "dev": 5, "train": 35}
+    assert len(set(np.concatenate(list(split.values())))) == 50
+    assert all((split_queries(qids, cfg, 1)[k] == v).all() for k, v in split.items())
+    given = split_queries(qids, cfg, 1, {"train": ["0", "1"], "dev": ["2"], "test": ["3"]})
+    assert list(given["test"]) == [3]
+    with pytest.raises(StudyError, match="query-id lists"):
+        split_queries(qids, cfg, 1, {"train": ["x"], "dev": ["2"], "test": ["3"]})
+
+
+def test_study_runs_every_method_and_is_deterministic():
+    run, qrels = toy_run()
+    cfg = TruncationConfig(n=20, fixed_k=[5, 10], choppy={"d_model": 16, "heads": 2, "layers": 1, "epochs": 3},
+                           bicut={"epochs": 2, "hidden": 8}, grid_d=[8], grid_heads=[1, 2], device="cpu")
+    first = run_study(run, qrels, cfg, seed=3, grid=True)
+    again = run_study(run, qrels, cfg, seed=3, grid=True)
+    results = first["results"]
+    assert set(results["method"]) == {"Oracle", "Fixed-5", "Fixed-10", "BiCut", "Choppy"} | {
+        m for m in results["method"] if m.startswith("Greedy-k")}
+    assert not ((results["metric"] == "dcg") & (results["method"] == "BiCut")).any()  # F1 only
+    for metric, rows in results.groupby("metric"):
+        oracle = rows.loc[rows["method"] == "Oracle", "value"].item()
+        assert (rows["value"] <= oracle + 1e-6).all(), metric
+    assert results.equals(again["results"]) and first["grid"].equals(again["grid"])
+    assert len(first["grid"]) == 4 and set(first["fig1"]) == {"f1", "dcg"}
+    assert len(first["fig1"]["f1"]["probabilities"]) == 3
