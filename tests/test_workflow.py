@@ -144,3 +144,16 @@ def test_bad_input_fails_the_run_cleanly(tmp_path):
     assert f"{local / 'qrels.txt'}:2: expected an integer relevance grade" in log
     assert "Traceback" not in log
     assert not (work / "data" / "broken").exists() or not any((work / "data" / "broken").iterdir())
+
+
+def test_choppy_on_an_external_run_by_config_alone(tmp_path):
+    work = workflow_copy(tmp_path)
+    (tmp_path / "run.txt").write_text("1 Q0 d1 1 2.0 x\n1 Q0 d2 2 1.0 x\n")
+    (tmp_path / "qrels.txt").write_text("1 0 d1 1\n")
+    text = (work / "config" / "choppy-external.yaml").read_text()
+    text = text.replace("path/to/run.txt", str(tmp_path / "run.txt")).replace("path/to/qrels.txt", str(tmp_path / "qrels.txt"))
+    (work / "external.yaml").write_text(text)
+    result = snakemake(work, "results/tables/choppy_table1.md", "-n", "--cores", "1", "--configfile", "external.yaml")
+    assert result.returncode == 0, result.stderr
+    counts = job_counts(result.stdout + result.stderr)
+    assert counts == {"truncation": 1, "choppy_table1": 1, "total": 2}
