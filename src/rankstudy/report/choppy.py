@@ -24,19 +24,31 @@ def table1(study_dirs: Sequence[Path], names: Sequence[str], out_prefix: Path, c
     frames = []
     for name, directory in zip(names, study_dirs):
         results = pd.read_csv(Path(directory) / "results.csv")
-        wide = results.pivot(index="method", columns="metric", values="value").rename(columns=METRIC_NAMES)
+        results["method"] = results["method"].str.replace(r"^Greedy-k.*", "Greedy-k", regex=True)
+        values = results.pivot(index="method", columns="metric", values="value").rename(columns=METRIC_NAMES)
+        cuts = results.pivot(index="method", columns="metric", values="mean_cut")
+        wide = values.join(cuts.rename(columns={m: f"mean cut ({METRIC_NAMES[m]})" for m in cuts.columns}))
         bicut = wide.loc["BiCut", "F1"] if "BiCut" in wide.index else None
         wide["F1 gain over BiCut (%)"] = (wide["F1"] / bicut - 1) * 100 if bicut else None
         frames.append(wide.reset_index().assign(run=name))
     if not frames:
         raise StudyError("Choppy Table 1: no truncation results")
-    table = pd.concat(frames, ignore_index=True)[["run", "method", "F1", "DCG", "F1 gain over BiCut (%)"]]
+    columns = ["run", "method", "F1", "DCG", "F1 gain over BiCut (%)", "mean cut (F1)", "mean cut (DCG)"]
+    table = pd.concat(frames, ignore_index=True).reindex(columns=columns)
     order = {m: i for i, m in enumerate(["Oracle", "Fixed", "Greedy", "BiCut", "Choppy"])}
     table["_order"] = table["method"].map(lambda m: next((v for k, v in order.items() if m.startswith(k)), 9))
-    table = table.sort_values(["run", "_order", "method"]).drop(columns="_order").reset_index(drop=True)
+    table = table.sort_values(["run", "_order", "method"], key=lambda c: c.map(_natural) if c.name == "method" else c)
+    table = table.drop(columns="_order").reset_index(drop=True)
     write_table(table, out_prefix, "Choppy paper Table 1: mean F1 and penalised DCG on the test queries when "
-                "each method cuts the ranked lists (BiCut: F1 only, as the paper). " + caption_note)
+                "each method cuts the ranked lists (BiCut: F1 only, as the paper); Greedy-k's k is its mean cut. "
+                + caption_note)
     return table
+
+
+def _natural(method: str):
+    """Fixed-5 before Fixed-10."""
+    prefix, _, number = method.partition("-")
+    return (prefix, int(number)) if number.isdigit() else (prefix, 0)
 
 
 def _save(figure, out_prefix: Path) -> None:

@@ -43,6 +43,7 @@ class TruncationConfig:
     fixed_k: list[int] = field(default_factory=lambda: [5, 10, 50])
     choppy: dict = field(default_factory=dict)
     bicut: dict = field(default_factory=dict)
+    bicut_alphas: list[float] = field(default_factory=list)  # tuned on dev when given
     grid_d: list[int] = field(default_factory=list)
     grid_heads: list[int] = field(default_factory=list)
     device: str = "auto"
@@ -76,6 +77,19 @@ def _part(arrays: Sequence[np.ndarray], index: np.ndarray) -> tuple:
     return tuple(array[index] for array in arrays)
 
 
+def _bicut_cuts(run, qrels, qids, split, train, dev, test, cfg: TruncationConfig, seed: int) -> np.ndarray:
+    """BiCut's test cuts; its cost weight alpha is chosen on dev among ``bicut_alphas`` if given."""
+    labels = build_labels(run, qrels, qids, cfg.n, cfg.rel_threshold)
+    train_labels = (train[0], labels[split["train"]], train[2])
+    best = None
+    for alpha in cfg.bicut_alphas or [None]:
+        settings = cfg.bicut if alpha is None else {**cfg.bicut, "alpha": alpha}
+        model = train_bicut(train_labels, dev, from_dict(BiCutConfig, settings, "truncation.bicut"), seed, cfg.device)
+        if best is None or model.dev_f1 > best.dev_f1:
+            best = model
+    return predict_cuts(best, test[0], test[2])
+
+
 def run_study(run: formats.Run, qrels: formats.Qrels, cfg: TruncationConfig, seed: int,
               given_split: Mapping[str, Sequence[str]] | None = None, grid: bool = False) -> dict[str, Any]:
     """Every method on both metrics; returns tables of results (see ``write_study``)."""
@@ -94,10 +108,7 @@ def run_study(run: formats.Run, qrels: formats.Qrels, cfg: TruncationConfig, see
         k = greedy_k(train[1])
         cuts[f"Greedy-k (k={k})"] = np.full(len(test_qids), k)
         if metric == "f1":
-            labels = build_labels(run, qrels, qids, cfg.n, cfg.rel_threshold)
-            bicut = train_bicut((train[0], labels[split["train"]], train[2]), dev,
-                                from_dict(BiCutConfig, cfg.bicut, "truncation.bicut"), seed, cfg.device)
-            cuts["BiCut"] = predict_cuts(bicut, test[0], test[2])
+            cuts["BiCut"] = _bicut_cuts(run, qrels, qids, split, train, dev, test, cfg, seed)
         choppy_cfg = from_dict(ChoppyConfig, {**cfg.choppy, "max_length": cfg.n}, "truncation.choppy")
         model, history = train_choppy(train, dev, choppy_cfg, seed, cfg.device)
         cuts["Choppy"], _ = predict(model, test[0], test[2], cfg.device)
