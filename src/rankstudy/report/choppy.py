@@ -63,7 +63,8 @@ def figure1(study_dir: Path, out_prefix: Path) -> None:
     """Per metric: the metric at each cut for three training queries, above Choppy's distribution."""
     fig1 = json.loads((Path(study_dir) / "fig1.json").read_text())
     metrics = [m for m in ("f1", "dcg") if m in fig1]
-    figure, axes = plt.subplots(2 * len(metrics), 3, figsize=(12, 3.2 * len(metrics) * 2), squeeze=False)
+    figure, axes = plt.subplots(2 * len(metrics), 3, figsize=(12, 3.2 * len(metrics) * 2), squeeze=False,
+                                constrained_layout=True)
     for row, metric in enumerate(metrics):
         data = fig1[metric]
         for column, qid in enumerate(data["qids"]):
@@ -83,7 +84,7 @@ def figure2(study_dirs: Sequence[Path], names: Sequence[str], out_prefix: Path) 
     grids = [(name, grid) for name, grid in grids if not grid.empty]
     if not grids:
         raise StudyError("Choppy Fig. 2: no grid results (set truncation.grid_d and grid_heads)")
-    figure, axes = plt.subplots(len(grids), 2, figsize=(9, 3.6 * len(grids)), squeeze=False)
+    figure, axes = plt.subplots(len(grids), 2, figsize=(9, 3.6 * len(grids)), squeeze=False, constrained_layout=True)
     for row, (name, grid) in enumerate(grids):
         for column, metric in enumerate(("f1", "dcg")):
             cell = grid[grid["metric"] == metric].pivot(index="d_model", columns="heads", values="value")
