@@ -144,10 +144,6 @@ def table2_metrics():
                    for system in (row["rerank"], row["full"]) if system for split in ("dev", "test")})
 
 
-def scaled_note():
-    """What the default config scales down against the papers (shown in captions)."""
-    return NEURAL["caption_note"]
-
 
 def _tk_queries_run():
     """Tables 3-4 and the interpretability view use the first TK run (its first seed, re-rank task)."""

@@ -38,7 +38,7 @@ rule tk_table2:
     params:
         rows=as_json(table2_rows()),
         depth=NEURAL["rerank"]["depth"],
-        scaled=scaled_note(),
+        scaled=NEURAL["caption_note"],
         prefix=lambda wildcards, output: output[0].removesuffix(".csv"),
     shell:
         "python -m rankstudy tk-table2 --metrics {input.metrics:q} --efficiency {input.efficiency} --rows {params.rows:q} --depth {params.depth}"
