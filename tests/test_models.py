@@ -132,10 +132,12 @@ def test_oov_matches_nothing(name, settings):
         assert torch.allclose(with_oov, without, atol=1e-6)
 
 
-def test_batched_inference_equals_pairwise_scores():
-    """Query sharing and the nested-tensor fast path give the scores of one-by-one scoring."""
+@pytest.mark.parametrize("cpu_slice_documents", [0, 3])
+def test_batched_inference_equals_pairwise_scores(cpu_slice_documents):
+    """Query sharing, the fused attention and slicing a batch give the scores of one-by-one scoring."""
     torch.manual_seed(0)
-    model = build_model("tk", {"heads": 2, "layers": 2, "ff_dim": 32}, random_embeddings()).eval()
+    model = build_model("tk", {"heads": 2, "layers": 2, "ff_dim": 32, "cpu_slice_documents": cpu_slice_documents},
+                        random_embeddings()).eval()
     query = torch.tensor([[5, 9, 12, 0]] * 3 + [[7, 8, 0, 0]])
     document = torch.tensor([[20, 21, 22, 0, 0, 0], [30, 31, 32, 33, 34, 35], [9, 5, 0, 0, 0, 0], [7, 40, 41, 0, 0, 0]])
     with torch.inference_mode():
