@@ -6,6 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
+from helpers import metric_csv
 
 from rankstudy import formats
 from rankstudy.efficiency import measure_models
@@ -13,7 +14,7 @@ from rankstudy.errors import StudyError
 from rankstudy.models import build_model
 from rankstudy.report.tk import best_worst_queries, table2
 from rankstudy.report.tk_view import choose_query, render
-from rankstudy.significance import wilcoxon_p
+from rankstudy.significance import significance_letters, wilcoxon_p
 from rankstudy.text.vocab import build_vocabulary
 
 
@@ -29,14 +30,14 @@ def test_wilcoxon_detects_a_consistent_gain_and_not_noise():
         wilcoxon_p(base, {"0": 1.0})
 
 
-def metric_csv(path, system, split, values, measures=("AP", "nDCG@10", "RR@10", "P@10")):
-    rows = []
-    for measure in measures:
-        for qid, value in values.items():
-            rows.append(("d", system, split, measure, qid, value))
-        rows.append(("d", system, split, measure, "all", float(np.mean(list(values.values())))))
-    pd.DataFrame(rows, columns=["dataset", "system", "split", "measure", "qid", "value"]).to_csv(path, index=False)
-    return path
+def test_significance_letters_mark_rows_significantly_beaten():
+    rng = np.random.default_rng(1)
+    base = {str(q): float(v) for q, v in enumerate(rng.random(60))}
+    better = {q: v + 0.1 + rng.normal(0, 0.02) for q, v in base.items()}
+    best = {q: v + 0.2 + rng.normal(0, 0.02) for q, v in base.items()}
+    noisy_base = {q: v + rng.normal(0, 0.05) for q, v in base.items()}
+    # rows a..d: base, better, best, noise around base
+    assert significance_letters([base, better, best, noisy_base]) == ["", "ad", "abd", ""]
 
 
 def test_table2_rows_columns_and_significance(tmp_path):

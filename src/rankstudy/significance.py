@@ -7,7 +7,7 @@ by id; a query missing from one system is an error, not silently dropped.
 
 from __future__ import annotations
 
-from typing import Mapping
+from typing import Mapping, Sequence
 
 import numpy as np
 from scipy import stats
@@ -29,3 +29,24 @@ def wilcoxon_p(a: Mapping[str, float], b: Mapping[str, float]) -> float:
     if not np.any(x != y):
         return 1.0
     return float(stats.wilcoxon(x, y, zero_method="wilcox", alternative="two-sided").pvalue)
+
+
+def row_letters(count: int) -> list[str]:
+    """The papers' row labels: a, b, c, ..."""
+    if count > 26:
+        raise StudyError(f"significance letters label at most 26 rows, got {count}")
+    return [chr(ord("a") + i) for i in range(count)]
+
+
+def significance_letters(systems: Sequence[Mapping[str, float]], alpha: float = 0.05) -> list[str]:
+    """For each system (a table row, labelled a, b, c, ... in order), the letters of the rows it is
+    significantly better than: higher mean and a paired Wilcoxon p < ``alpha`` (TKL and
+    Socialformer papers' superscripts). ``systems`` are per-query values of one measure."""
+    labels = row_letters(len(systems))
+    means = [float(np.mean(list(values.values()))) if values else float("nan") for values in systems]
+    letters = []
+    for i, values in enumerate(systems):
+        better = [labels[j] for j, other in enumerate(systems)
+                  if j != i and means[i] > means[j] and wilcoxon_p(values, other) < alpha]
+        letters.append("".join(better))
+    return letters

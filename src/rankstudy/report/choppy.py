@@ -6,15 +6,11 @@ import json
 from pathlib import Path
 from typing import Sequence
 
-import matplotlib
+import pandas as pd
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import pandas as pd  # noqa: E402
-
-from rankstudy.atomic import atomic_path  # noqa: E402
-from rankstudy.errors import StudyError  # noqa: E402
-from rankstudy.report.tables import write_table  # noqa: E402
+from rankstudy.errors import StudyError
+from rankstudy.report.figures import plt, save_figure
+from rankstudy.report.tables import write_table
 
 METRIC_NAMES = {"f1": "F1", "dcg": "DCG"}
 
@@ -51,14 +47,6 @@ def _natural(method: str):
     return (prefix, int(number)) if number.isdigit() else (prefix, 0)
 
 
-def _save(figure, out_prefix: Path) -> None:
-    for suffix in (".png", ".pdf"):
-        target = out_prefix.parent / (out_prefix.name + suffix)
-        with atomic_path(target) as tmp:
-            figure.savefig(tmp, format=suffix[1:], bbox_inches="tight", dpi=120)
-    plt.close(figure)
-
-
 def figure1(study_dir: Path, out_prefix: Path) -> None:
     """Per metric: the metric at each cut for three training queries, above Choppy's distribution."""
     fig1 = json.loads((Path(study_dir) / "fig1.json").read_text())
@@ -75,7 +63,7 @@ def figure1(study_dir: Path, out_prefix: Path) -> None:
             axes[2 * row + 1, column].bar(positions, data["probabilities"][column][:length])
             axes[2 * row + 1, column].set_title("Choppy's cut distribution")
             axes[2 * row + 1, column].set_xlabel("cut position")
-    _save(figure, out_prefix)
+    save_figure(figure, out_prefix)
 
 
 def figure2(study_dirs: Sequence[Path], names: Sequence[str], out_prefix: Path) -> None:
@@ -98,4 +86,4 @@ def figure2(study_dirs: Sequence[Path], names: Sequence[str], out_prefix: Path) 
             for (i, j), value in pd.DataFrame(cell.to_numpy()).stack().items():
                 axis.text(j, i, f"{value:.3f}", ha="center", va="center", color="white", fontsize=8)
             figure.colorbar(image, ax=axis)
-    _save(figure, out_prefix)
+    save_figure(figure, out_prefix)

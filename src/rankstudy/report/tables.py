@@ -67,6 +67,26 @@ def write_table(df: pd.DataFrame, out_prefix: str | os.PathLike, caption: str, f
         out.write(latex)
 
 
+def metric_rows(metrics: pd.DataFrame, dataset: str, system: str, split: str) -> pd.DataFrame:
+    """The long-format metric rows of one system on one split of a dataset (an error if none)."""
+    rows = metrics[(metrics["dataset"] == dataset) & (metrics["system"] == system) & (metrics["split"] == split)]
+    if rows.empty:
+        raise StudyError(f"no metrics for {dataset}/{system}/{split}")
+    return rows
+
+
+def mean_value(rows: pd.DataFrame, measure: str) -> float:
+    value = rows[(rows["qid"] == ALL) & (rows["measure"] == measure)]["value"]
+    if value.empty:
+        raise StudyError(f"no mean {measure} for {rows['system'].iloc[0]}")
+    return float(value.iloc[0])
+
+
+def per_query_values(rows: pd.DataFrame, measure: str) -> dict[str, float]:
+    chosen = rows[(rows["qid"] != ALL) & (rows["measure"] == measure)]
+    return dict(zip(chosen["qid"], chosen["value"]))
+
+
 def _split_rank(split: str) -> int:
     return SPLIT_ORDER.index(split) if split in SPLIT_ORDER else len(SPLIT_ORDER)
 

@@ -10,7 +10,7 @@ import pandas as pd
 from rankstudy.errors import StudyError
 from rankstudy.evaluate import ALL, read_metrics
 from rankstudy.formats import read_qrels, read_queries
-from rankstudy.report.tables import write_table
+from rankstudy.report.tables import mean_value, metric_rows, per_query_values, write_table
 from rankstudy.significance import wilcoxon_p
 
 DEV_MEASURES = ("AP", "nDCG@10", "RR@10")
@@ -21,25 +21,6 @@ TABLE2_CAPTION = (
     "p: paired Wilcoxon signed-rank test of test re-rank nDCG@10 against BM25. docs/ms: re-ranking "
     "throughput of the architecture at the paper's dimensions (results/efficiency.csv). {scaled}"
 )
-
-
-def _lookup(metrics: pd.DataFrame, dataset: str, system: str, split: str) -> pd.DataFrame:
-    rows = metrics[(metrics["dataset"] == dataset) & (metrics["system"] == system) & (metrics["split"] == split)]
-    if rows.empty:
-        raise StudyError(f"no metrics for {dataset}/{system}/{split}")
-    return rows
-
-
-def _mean(rows: pd.DataFrame, measure: str) -> float:
-    value = rows[(rows["qid"] == ALL) & (rows["measure"] == measure)]["value"]
-    if value.empty:
-        raise StudyError(f"no mean {measure} for {rows['system'].iloc[0]}")
-    return float(value.iloc[0])
-
-
-def _per_query(rows: pd.DataFrame, measure: str) -> dict[str, float]:
-    chosen = rows[(rows["qid"] != ALL) & (rows["measure"] == measure)]
-    return dict(zip(chosen["qid"], chosen["value"]))
 
 
 def docs_per_ms(efficiency_csv) -> dict[str, float]:
@@ -58,19 +39,19 @@ def table2(metric_csvs: Sequence[str | os.PathLike], rows: Sequence[Mapping[str,
     for row in rows:
         dataset, rerank, full = row["dataset"], row["rerank"], row.get("full")
         record: dict[str, Any] = {"dataset": dataset, "run": row["run"]}
-        dev = _lookup(metrics, dataset, rerank, "dev")
+        dev = metric_rows(metrics, dataset, rerank, "dev")
         for measure in DEV_MEASURES:
-            record[f"dev {measure}"] = _mean(dev, measure)
-        test = _lookup(metrics, dataset, rerank, "test")
+            record[f"dev {measure}"] = mean_value(dev, measure)
+        test = metric_rows(metrics, dataset, rerank, "test")
         for task, system in (("full", full), ("re-rank", rerank)):
             for measure in TEST_MEASURES:
                 record[f"test {task} {measure}"] = (
-                    _mean(_lookup(metrics, dataset, system, "test"), measure) if system else None)
-        baseline = _lookup(metrics, dataset, row["baseline"], "test")
+                    mean_value(metric_rows(metrics, dataset, system, "test"), measure) if system else None)
+        baseline = metric_rows(metrics, dataset, row["baseline"], "test")
         if speed:
             record["docs/ms (CPU)"] = speed.get(row.get("model"))
         record["p vs BM25"] = (None if rerank == row["baseline"] else
-                               wilcoxon_p(_per_query(test, "nDCG@10"), _per_query(baseline, "nDCG@10")))
+                               wilcoxon_p(per_query_values(test, "nDCG@10"), per_query_values(baseline, "nDCG@10")))
         records.append(record)
     table = pd.DataFrame.from_records(records)
     write_table(table, out_prefix, TABLE2_CAPTION.format(depth=depth, scaled=scaled))
