@@ -5,21 +5,26 @@ A store is a directory (docs/neural.md) holding
 - ``tokens.npy``: int32, the ids of every text concatenated (source-file order);
 - ``offsets.npy``: int64 [N+1]; text ``i`` is ``tokens[offsets[i]:offsets[i+1]]``;
 - ``ids.txt``: the N text ids, one per line, in the same order.
+- ``store.json`` (optional): what made the ids, e.g. a WordPiece tokenizer (``rankstudy.text.wordpiece``).
 
 ``build_store`` streams the input: token ids are appended in chunks to ``tokens.npy`` behind a
 fixed-size header that is rewritten with the final length at the end, so a multi-GB collection
 never sits in memory. The directory is built under a temporary name and renamed when complete.
+``build_store_with`` is the same writer for any batch encoder (the vocabulary's BlingFire words
+for ``build_store``, a pre-trained encoder's WordPiece ids for ``rankstudy.text.wordpiece``).
 """
 
 from __future__ import annotations
 
 import array
 import io
+import itertools
+import json
 import logging
 import os
 import sys
 from pathlib import Path
-from typing import Iterator, Sequence
+from typing import Callable, Iterator, Mapping, Sequence
 
 import numpy as np
 from tqdm import tqdm
@@ -49,12 +54,27 @@ def _texts(path: Path, kind: str) -> Iterator[tuple[str, str]]:
     raise StudyError(f"store kind must be one of {', '.join(KINDS)}, got {kind!r}")
 
 
+EncodeBatch = Callable[[list[str]], Sequence[Sequence[int] | np.ndarray]]
+
+
 def build_store(tsv_path: str | os.PathLike, vocab: Vocabulary, out_dir: str | os.PathLike,
                 kind: str = "collection", chunk_tokens: int = 1 << 22) -> int:
     """Tokenise and encode every text of ``tsv_path`` into a store at ``out_dir``; returns N.
 
     At most about ``chunk_tokens`` token ids are buffered before being appended to disk.
     """
+    return build_store_with(tsv_path, lambda texts: [vocab.encode(tokenize(text)) for text in texts],
+                            out_dir, kind, chunk_tokens)
+
+
+def build_store_with(tsv_path: str | os.PathLike, encode: EncodeBatch, out_dir: str | os.PathLike,
+                     kind: str = "collection", chunk_tokens: int = 1 << 22, batch_texts: int = 256,
+                     meta: Mapping | None = None) -> int:
+    """``build_store`` with any encoder: ``encode(texts)`` maps a list of up to ``batch_texts``
+    texts to as many id sequences (e.g. a fast sub-word tokenizer's batch call). ``meta``, if
+    given, is written as ``store.json`` (e.g. which tokenizer made the ids)."""
+    if batch_texts < 1:
+        raise ValueError("batch_texts must be >= 1")
     texts = _texts(Path(tsv_path), kind)
     header = _npy_header(0)
     offsets = array.array("q", [0])
@@ -64,17 +84,22 @@ def build_store(tsv_path: str | os.PathLike, vocab: Vocabulary, out_dir: str | o
             tokens_out.write(header)
             pending: list[np.ndarray] = []
             buffered = 0
-            for identifier, text in tqdm(texts, desc=f"store {Path(tsv_path).name}", unit=" texts",
-                                         file=sys.stderr, mininterval=2):
-                ids = vocab.encode(tokenize(text))
-                pending.append(ids)
-                buffered += len(ids)
-                total += len(ids)
-                offsets.append(total)
-                ids_out.write(identifier + "\n")
-                if buffered >= chunk_tokens:
-                    tokens_out.write(np.concatenate(pending).astype("<i4", copy=False).tobytes())
-                    pending, buffered = [], 0
+            progress = iter(tqdm(texts, desc=f"store {Path(tsv_path).name}", unit=" texts", file=sys.stderr,
+                                 mininterval=2))
+            while batch := list(itertools.islice(progress, batch_texts)):
+                encoded = encode([text for _, text in batch])
+                if len(encoded) != len(batch):
+                    raise StudyError(f"store encoder returned {len(encoded)} id sequences for {len(batch)} texts")
+                for (identifier, _), ids in zip(batch, encoded):
+                    ids = np.asarray(ids, dtype=np.int32)
+                    pending.append(ids)
+                    buffered += len(ids)
+                    total += len(ids)
+                    offsets.append(total)
+                    ids_out.write(identifier + "\n")
+                    if buffered >= chunk_tokens:
+                        tokens_out.write(np.concatenate(pending).astype("<i4", copy=False).tobytes())
+                        pending, buffered = [], 0
             if pending:
                 tokens_out.write(np.concatenate(pending).astype("<i4", copy=False).tobytes())
             final_header = _npy_header(total)
@@ -83,6 +108,8 @@ def build_store(tsv_path: str | os.PathLike, vocab: Vocabulary, out_dir: str | o
             tokens_out.seek(0)
             tokens_out.write(final_header)
         np.save(tmp / "offsets.npy", np.frombuffer(offsets, dtype=np.int64))
+        if meta is not None:
+            (tmp / "store.json").write_text(json.dumps(dict(meta), indent=2) + "\n", encoding="utf-8")
     count = len(offsets) - 1
     log.info("wrote %s: %d %s texts, %d tokens", out_dir, count, kind, total)
     return count

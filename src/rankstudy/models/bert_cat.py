@@ -1,0 +1,90 @@
+"""BERT[CLS] — the concatenated cross-encoder (Nogueira & Cho 2019, "Passage re-ranking with
+BERT"; the BERT[CLS] / BERT_Cat baseline of the TK and TKL papers).
+
+Equations and where they are implemented:
+
+    x = [CLS] q_1 … q_n [SEP] d_1 … d_m [SEP]        ``nn.pretrained.pair_inputs``: segment 0 for
+                                                     [CLS] q [SEP], segment 1 for d [SEP];
+                                                     n + m + 3 ≤ ``max_length`` (512)
+    h = BERT(x)                                      the pre-trained encoder (``config.encoder``)
+    s(q, d) = w · dropout(h_[CLS]) + b               ``forward``: Linear(hidden → 1)
+
+Deliberate choices:
+
+* Inputs are the study's padded WordPiece id tensors (``rankstudy.text.wordpiece`` stores;
+  ``TOKENIZER``), without special tokens; the model adds [CLS]/[SEP], drops the padding
+  (wherever it is) and truncates the *document* so the pair fits in ``max_length`` (the query
+  only if it alone is longer than ``max_length − 3``). Rows are as long as their real tokens
+  need, so padding a batch more never changes a score.
+* h_[CLS] is the last layer's [CLS] vector, as the TKL paper's BERT_Cat code
+  (``bert(…)[0][:, 0, :]``); BERT's pooler (dense + tanh, trained for next-sentence prediction)
+  is removed, so no unused parameters reach the optimiser. Nogueira & Cho's original used the
+  pooled output with dropout 0.1 and a 2-class softmax; a single score trained with the study's
+  ranking losses is the same ranking function up to the loss. ``dropout`` (default 0.1, BERT's
+  classifier dropout) is applied to h_[CLS] in training only; the encoder keeps its own dropout
+  settings from its ``config.json``.
+* The head is initialised N(0, initializer_range) with bias 0, as BERT's classification heads.
+* ``PARAM_GROUPS`` puts the encoder in optimiser group ``encoder`` (fine-tuning learning rate,
+  3e-6 … 3e-5) and the head in ``default`` (e.g. 1e-3).
+* The constructor takes (and ignores) ``embeddings``: the study builds every model as
+  ``Model(config, embeddings)``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+
+from rankstudy.config import ConfigError
+from rankstudy.nn.pretrained import load_encoder, load_tokenizer, pair_inputs, special_ids
+
+
+@dataclass
+class BertCatConfig:
+    encoder: str = "minilm"  # "minilm" or a local Hugging Face model directory (e.g. bert-base-uncased)
+    dropout: float = 0.1  # on h_[CLS] before the scoring layer
+    max_length: int = 512  # [CLS] q [SEP] d [SEP] at most this long (≤ the encoder's positions)
+
+    def __post_init__(self) -> None:
+        if not 0.0 <= self.dropout < 1.0:
+            raise ValueError(f"dropout must be in [0, 1), got {self.dropout}")
+        if self.max_length < 3:
+            raise ValueError(f"max_length must be >= 3, got {self.max_length}")
+
+
+class BertCat(nn.Module):
+    PARAM_GROUPS = {"encoder.": "encoder"}
+    TOKENIZER = "wordpiece"  # token stores of the encoder's WordPiece ids (rankstudy.text.wordpiece)
+
+    def __init__(self, config: BertCatConfig, embeddings=None):
+        super().__init__()
+        self.config = config
+        self.cls_id, self.sep_id = special_ids(load_tokenizer(config.encoder), config.encoder)
+        self.encoder = load_encoder(config.encoder)
+        if getattr(self.encoder, "pooler", None) is not None:
+            self.encoder.pooler = None
+        encoder_config = self.encoder.config
+        positions = getattr(encoder_config, "max_position_embeddings", None)
+        if positions is not None and config.max_length > positions:
+            raise ConfigError(f"models.bert_cat.max_length {config.max_length} exceeds encoder {config.encoder!r}'s "
+                              f"{positions} positions")
+        self.use_token_types = getattr(encoder_config, "type_vocab_size", 0) >= 2
+        self.dropout = nn.Dropout(config.dropout)
+        self.score = nn.Linear(encoder_config.hidden_size, 1)
+        nn.init.normal_(self.score.weight, std=getattr(encoder_config, "initializer_range", 0.02))
+        nn.init.zeros_(self.score.bias)
+
+    def inputs(self, query: torch.Tensor, document: torch.Tensor) -> dict[str, torch.Tensor]:
+        """The encoder's keyword inputs for a padded batch (``nn.pretrained.pair_inputs``)."""
+        input_ids, token_type_ids, attention_mask = pair_inputs(query, document, self.cls_id, self.sep_id,
+                                                                self.config.max_length)
+        inputs = {"input_ids": input_ids, "attention_mask": attention_mask}
+        if self.use_token_types:
+            inputs["token_type_ids"] = token_type_ids
+        return inputs
+
+    def forward(self, query: torch.Tensor, document: torch.Tensor) -> torch.Tensor:
+        hidden = self.encoder(**self.inputs(query, document)).last_hidden_state[:, 0]
+        return self.score(self.dropout(hidden)).squeeze(1)

