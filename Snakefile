@@ -12,6 +12,7 @@ include: "workflow/rules/candidates.smk"
 include: "workflow/rules/neural.smk"
 include: "workflow/rules/evaluate.smk"
 include: "workflow/rules/report.smk"
+include: "workflow/rules/longdoc.smk"
 
 
 rule all:
@@ -25,3 +26,4 @@ rule all:
         rules.efficiency.output,
         rules.choppy_table1.output if truncation_names() else [],
         rules.choppy_figures.output if truncation_names() else [],
+        longdoc_outputs(),

@@ -61,16 +61,20 @@ def test_dry_run_lists_the_study_jobs(tmp_path):
         # first stage: 2 datasets x 2 systems (bm25, ql) x 3 splits
         "dataset_synthetic_passage": 1, "dataset_synthetic_doc": 1, "index": 2, "first_stage": 12,
         "first_stage_table": 1,
-        # TK paper: 2 embedding sets (w2v, ft), stores of 2 collections (ft: passages only)
-        "vocabulary": 2, "embeddings": 2, "store_collection": 3, "store_queries": 9, "examples": 2,
-        # trained: p1 x 3 seeds, p2, d1, d3, knrm, conv_knrm; d2 reuses p1's models on documents
-        "train": 8,
-        # (p1 x 3, p2, d1, d2 x 3, d3, knrm, conv_knrm) x dev/test; full task likewise
-        "rerank": 22, "tune_depth": 11, "full_task": 22, "ensemble": 2,
-        "evaluate": 12 + 46, "tk_table2": 1, "tk_table3_4": 1, "tk_view": 1, "efficiency": 1,
+        # text: word2vec, fastText (passages only) and MiniLM WordPiece stores (documents only)
+        "vocabulary": 2, "embeddings": 3, "store_collection": 4, "store_queries": 12, "examples": 2,
+        # TK paper: p1 x 3 seeds, p2, d1, d3, knrm, conv_knrm (d2 reuses p1's models on documents);
+        # TKL paper: 5 baselines + BERT[CLS], TKL 2k/4k/500, 2 saturation variants, TK 500, CONV-KNRM 2k
+        "train": 8 + 13,
+        # TK runs: (p1 x 3, p2, d1, d2 x 3, d3, knrm, conv_knrm) x dev/test; TKL runs: 13 x dev/test;
+        # full task likewise
+        "rerank": 22 + 26, "tune_depth": 11 + 13, "full_task": 22 + 26, "ensemble": 2,
+        "evaluate": 12 + 46 + 52, "tk_table2": 1, "tk_table3_4": 1, "tk_view": 1, "efficiency": 1,
+        # TKL paper: Tables 1-2, the evidence table, Figs. 1-3 (Fig. 3 from TKL's regions)
+        "tkl_table": 2, "tkl_evidence": 1, "tkl_fig1": 1, "tkl_fig2": 1, "tkl_regions": 1, "tkl_fig3": 1,
         # Choppy paper: BM25 and TK-ensemble lists
         "truncation": 2, "choppy_table1": 1, "choppy_figures": 1,
-        "all": 1, "total": 167,
+        "all": 1, "total": 309,
     }
 
 
@@ -105,10 +109,8 @@ def test_a_bad_config_fails_with_a_clear_message(tmp_path, config, message):
 
 
 @pytest.mark.slow
-def test_the_tiny_study_runs_end_to_end(tmp_path):
-    work = workflow_copy(tmp_path)
-    result = snakemake(work, "--cores", "2", "--configfile", "tiny.yaml")
-    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+def test_the_tiny_study_runs_end_to_end(tiny_study):
+    work = tiny_study  # run once per session (conftest.py), shared with test_slurm and test_dvc
     table = (work / "results" / "tables" / "first_stage.md").read_text()
     for dataset in ("synthetic-passage", "synthetic-doc"):
         for system in ("bm25", "ql"):
@@ -123,6 +125,13 @@ def test_the_tiny_study_runs_end_to_end(tmp_path):
     assert "| Choppy " in choppy and "| Oracle " in choppy and "| BiCut " in choppy
     assert (results / "figures" / "choppy_fig1.png").stat().st_size > 0
     assert (results / "figures" / "choppy_fig2.pdf").stat().st_size > 0
+    table1 = (results / "tables" / "tkl_table1.md").read_text()
+    for row in ("BM25", "PACRR", "CO-PACRR", "MatchPyramid", "BERT[CLS] (200)", "TKL (2,000)", "TKL (4,000)"):
+        assert f"| {row} " in table1, row
+    assert "| embedding " in (results / "tables" / "tkl_table2.md").read_text()
+    assert "token 200 or later" in (results / "tables" / "tkl_evidence.md").read_text()
+    for figure in ("tkl_fig1", "tkl_fig2", "tkl_fig3"):
+        assert (results / "figures" / f"{figure}.png").stat().st_size > 0, figure
     for rule in ("index", "first_stage", "evaluate", "report", "train", "rerank"):
         assert any((work / "logs" / rule).rglob("*.log")), rule
     assert list((work / "benchmarks" / "anserini").glob("index.*.json"))

@@ -85,20 +85,32 @@ def _vocab(args: argparse.Namespace) -> None:
 
 
 def _store(args: argparse.Namespace) -> None:
-    from rankstudy.store import build_store
-    from rankstudy.text.vocab import Vocabulary
+    if args.encoder:
+        from rankstudy.text.wordpiece import build_wordpiece_store
 
-    count = build_store(Path(args.input), Vocabulary.load(args.vocab), Path(args.out), kind=args.kind)
+        count = build_wordpiece_store(Path(args.input), args.encoder, Path(args.out), kind=args.kind)
+    else:
+        from rankstudy.store import build_store
+        from rankstudy.text.vocab import Vocabulary
+
+        count = build_store(Path(args.input), Vocabulary.load(args.vocab), Path(args.out), kind=args.kind)
     log.info("wrote %s: token store of %d %s texts", args.out, count, args.kind)
 
 
 def _embeddings(args: argparse.Namespace) -> None:
+    import numpy as np
+
     from rankstudy.config import from_json
     from rankstudy.store import TokenStore
     from rankstudy.text.embeddings import EmbeddingConfig, build_embeddings, save_embeddings
     from rankstudy.text.vocab import Vocabulary
 
+    if json.loads(args.config).get("method") == "wordpiece":  # the model's pre-trained encoder has its own
+        save_embeddings(Path(args.out), np.zeros((0, 0), dtype=np.float32))
+        return
     config = from_json(EmbeddingConfig, args.config, "embeddings")
+    if not args.vocab:
+        raise StudyError(f"embeddings: method {config.method!r} needs --vocab")
     store = TokenStore(args.store) if args.store else None
     array = build_embeddings(config, Vocabulary.load(args.vocab), args.seed, store=store)
     save_embeddings(Path(args.out), array)
@@ -187,6 +199,36 @@ def _tk_view(args: argparse.Namespace) -> None:
     render(model, Vocabulary.load(args.vocab), Path(args.collection), Path(args.queries), Path(args.qrels),
            Path(args.first_stage), Path(args.neural), Path(args.out), args.max_query_length, args.max_doc_length,
            args.kernels)
+
+
+def _regions(args: argparse.Namespace) -> None:
+    from rankstudy.experiment import write_regions
+
+    write_regions(Path(args.model_dir), Path(args.embeddings), Path(args.queries), Path(args.documents),
+                  Path(args.run), Path(args.out), args.depth, args.batch_size, args.max_query_length,
+                  args.max_doc_length, args.device, args.threads)
+
+
+def _longdoc_report(args: argparse.Namespace) -> None:
+    from rankstudy.report import longdoc
+
+    spec, out = json.loads(args.spec), Path(args.out_prefix)
+    if args.what == "table":
+        longdoc.system_table(args.metrics, spec["rows"], spec["splits"], out, spec["caption"],
+                             efficiency_csv=args.efficiency)
+    elif args.what == "evidence":
+        longdoc.evidence_table(spec["runs"], args.qrels, args.truth, out, spec["caption"], spec["boundary"],
+                               spec["top"], spec["rel_threshold"])
+    elif args.what == "fig1":
+        from rankstudy.store import TokenStore
+
+        store = TokenStore(args.store)
+        lengths = dict(zip(store.ids, store.lengths(store.ids).tolist()))
+        longdoc.length_figure(spec["runs"], args.qrels, lengths, out, spec["top"], rel_threshold=spec["rel_threshold"])
+    elif args.what == "fig2":
+        longdoc.max_length_figure(args.metrics, spec["points"], out)
+    else:
+        longdoc.region_figure(args.regions, out)
 
 
 def _efficiency(args: argparse.Namespace) -> None:
@@ -278,13 +320,15 @@ def build_parser() -> argparse.ArgumentParser:
     p = commands.add_parser("store", help="encode an id<TAB>text file into a token store")
     p.add_argument("--input", required=True)
     p.add_argument("--kind", required=True, choices=["collection", "queries"])
-    p.add_argument("--vocab", required=True, help="vocabulary directory")
+    tokens = p.add_mutually_exclusive_group(required=True)
+    tokens.add_argument("--vocab", help="vocabulary directory (BlingFire words)")
+    tokens.add_argument("--encoder", help="pre-trained encoder whose WordPiece ids to store: 'minilm' or a directory")
     p.add_argument("--out", required=True, help="store directory")
     p.set_defaults(handler=_store)
 
     p = commands.add_parser("embeddings", help="train (word2vec, fasttext) or load (glove) embeddings")
     p.add_argument("--store", help="collection token store (word2vec, fasttext)")
-    p.add_argument("--vocab", required=True, help="vocabulary directory")
+    p.add_argument("--vocab", help="vocabulary directory (all methods but wordpiece)")
     p.add_argument("--config", required=True, help="the embeddings config section as JSON")
     p.add_argument("--seed", type=int, required=True)
     p.add_argument("--out", required=True, help="embeddings .npy file")
@@ -391,6 +435,33 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-query-length", type=int, default=30)
     p.add_argument("--max-doc-length", type=int, default=200)
     p.set_defaults(handler=_tk_view)
+
+    p = commands.add_parser("regions", help="TKL's top regions in the top documents of a run (CSV)")
+    p.add_argument("--model-dir", required=True)
+    p.add_argument("--embeddings", required=True)
+    p.add_argument("--queries", required=True, help="token store of the queries")
+    p.add_argument("--documents", required=True, help="token store of the collection")
+    p.add_argument("--run", required=True, help="the model's own run (its top documents are analysed)")
+    p.add_argument("--out", required=True, help="CSV")
+    p.add_argument("--depth", type=int, default=30)
+    p.add_argument("--batch-size", type=int, default=32)
+    p.add_argument("--max-query-length", type=int, default=30)
+    p.add_argument("--max-doc-length", type=int, required=True)
+    p.add_argument("--device", default="auto")
+    p.add_argument("--threads", type=int, default=1)
+    p.set_defaults(handler=_regions)
+
+    p = commands.add_parser("longdoc-report", help="the TKL paper's tables and figures")
+    p.add_argument("what", choices=["table", "evidence", "fig1", "fig2", "fig3"])
+    p.add_argument("--spec", default="{}", help="JSON: rows/splits/caption (table), runs/top/boundary (evidence, fig1), points (fig2)")
+    p.add_argument("--metrics", nargs="*", default=[], help="metric CSVs (table, fig2)")
+    p.add_argument("--efficiency", help="efficiency CSV: adds a docs/ms column (table)")
+    p.add_argument("--qrels", help="test qrels (evidence, fig1)")
+    p.add_argument("--truth", help="synthetic truth.json (evidence)")
+    p.add_argument("--store", help="token store of the collection: document lengths (fig1)")
+    p.add_argument("--regions", help="regions CSV (fig3)")
+    p.add_argument("--out-prefix", required=True)
+    p.set_defaults(handler=_longdoc_report)
 
     p = commands.add_parser("efficiency", help="re-ranking throughput and peak memory of models")
     p.add_argument("--models", required=True, help='JSON {name: {"model": class, ...settings}}')

@@ -5,7 +5,8 @@ memory of one does not hide another's: batches of ``batch`` documents of ``doc_l
 against one query of ``query_length`` tokens (the re-ranking setting), median over ``repeats``
 timed forward passes after a warm-up, in inference mode. On CUDA, the peak memory is
 ``torch.cuda.max_memory_allocated``; on CPU, the process's peak RSS above its RSS once torch is
-imported (model, embeddings and activations).
+imported (model, embeddings and activations). A model entry may override ``batch`` and
+``doc_length`` (long-document models are measured at their own lengths).
 """
 
 from __future__ import annotations
@@ -26,6 +27,9 @@ from rankstudy.atomic import atomic_open
 log = logging.getLogger(__name__)
 
 
+SETUP_OVERRIDES = ("batch", "doc_length")  # a model entry may measure at its own batch and length
+
+
 def _peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
 
@@ -40,6 +44,7 @@ def _measure(name: str, settings: Mapping[str, Any], setup: Mapping[str, Any]) -
 
     from rankstudy.models import build_model
 
+    setup = {**setup, **{key: settings[key] for key in SETUP_OVERRIDES if key in settings}}
     baseline = _current_rss_mb()
     torch.set_num_threads(setup["threads"])
     torch.manual_seed(0)
@@ -47,7 +52,8 @@ def _measure(name: str, settings: Mapping[str, Any], setup: Mapping[str, Any]) -
     rng = np.random.default_rng(0)
     embeddings = rng.normal(size=(setup["vocab"], setup["dim"])).astype(np.float32)
     embeddings[:2] = 0
-    model = build_model(settings["model"], {k: v for k, v in settings.items() if k != "model"}, embeddings)
+    model = build_model(settings["model"], {k: v for k, v in settings.items()
+                                            if k != "model" and k not in SETUP_OVERRIDES}, embeddings)
     model = model.to(device).eval()
     query = torch.as_tensor(rng.integers(2, setup["vocab"], size=(1, setup["query_length"]))).repeat(setup["batch"], 1)
     document = torch.as_tensor(rng.integers(2, setup["vocab"], size=(setup["batch"], setup["doc_length"])))

@@ -18,7 +18,7 @@ from rankstudy.atomic import atomic_open
 from rankstudy.config import from_dict
 from rankstudy.errors import StudyError
 from rankstudy.models import build_model
-from rankstudy.rerank import score_candidates
+from rankstudy.rerank import rerank_to_depth, score_candidates
 from rankstudy.store import TokenStore
 from rankstudy.text.embeddings import load_embeddings
 from rankstudy.train.examples import read_groups, read_triples
@@ -60,11 +60,42 @@ def load_trained(model_dir: Path, embeddings: Path, device: torch.device) -> tor
 def rerank_run(model_dir: Path, embeddings: Path, queries: Path, documents: Path, candidates: Path, out: Path,
                tag: str, depth: int, batch_size: int, max_query_length: int, max_doc_length: int,
                device: str = "auto", threads: int = 1) -> None:
-    """Score the top ``depth`` candidates of every query with a trained model; write a TREC run."""
+    """Score the top ``depth`` candidates of every query with a trained model; write a TREC run
+    (the neural order on top, the rest of the candidates after it)."""
     torch.set_num_threads(max(1, threads))
     resolved = resolve_device(device)
     model = load_trained(model_dir, embeddings, resolved)
-    scored = score_candidates(model, formats.read_run(candidates), TokenStore(queries), TokenStore(documents),
+    first_stage = formats.read_run(candidates)
+    scored = score_candidates(model, first_stage, TokenStore(queries), TokenStore(documents),
                               depth, batch_size, max_query_length, max_doc_length, resolved)
-    formats.write_run(out, scored, tag)
+    # candidates below ``depth`` follow in first-stage order, so every run ranks the same candidates
+    formats.write_run(out, rerank_to_depth(first_stage, scored, depth), tag)
     log.info("re-ranked %d queries (top %d) with %s -> %s", len(scored), depth, model_dir, out)
+
+
+def write_regions(model_dir: Path, embeddings: Path, queries: Path, documents: Path, run: Path, out: Path,
+                  depth: int, batch_size: int, max_query_length: int, max_doc_length: int,
+                  device: str = "auto", threads: int = 1) -> None:
+    """TKL's top regions for each query's top ``depth`` documents of ``run``, as CSV rows
+    (qid, docid, rank, region, start, end); start = end = -1 where a document has fewer regions."""
+    torch.set_num_threads(max(1, threads))
+    resolved = resolve_device(device)
+    model = load_trained(model_dir, embeddings, resolved)
+    if not hasattr(model, "score_with_regions"):
+        raise StudyError(f"{model_dir}: a {type(model).__name__} model selects no regions (TKL does)")
+    query_store, document_store = TokenStore(queries), TokenStore(documents)
+    pairs = [(qid, docid, rank) for qid, ranking in formats.read_run(run).items()
+             for rank, (docid, _) in enumerate(ranking[:depth], 1)]
+    rows = []
+    with torch.inference_mode():
+        for start in range(0, len(pairs), batch_size):
+            chunk = pairs[start:start + batch_size]
+            query = torch.as_tensor(query_store.batch([q for q, _, _ in chunk], max_query_length), device=resolved)
+            docs = torch.as_tensor(document_store.batch([d for _, d, _ in chunk], max_doc_length), device=resolved)
+            _, positions = model.score_with_regions(query.long(), docs.long())
+            for (qid, docid, rank), spans in zip(chunk, positions.cpu().tolist()):
+                rows += [(qid, docid, rank, region, s, e) for region, (s, e) in enumerate(spans, 1)]
+    with atomic_open(out) as handle:
+        handle.write("qid,docid,rank,region,start,end\n")
+        handle.writelines(f"{q},{d},{r},{g},{s},{e}\n" for q, d, r, g, s, e in rows)
+    log.info("regions of %d documents -> %s", len(pairs), out)

@@ -51,10 +51,29 @@ def as_json(value):
     return json.dumps(value, sort_keys=True)
 
 
+def gpus(device):
+    """The ``gpu`` resource of a job that trains or scores on ``device``: 1 for cuda[:n], 0 for cpu
+    and auto (auto uses a GPU only where the job finds one). docs/cluster.md."""
+    return 1 if str(device).startswith("cuda") else 0
+
+
 # ---- neural runs -------------------------------------------------------------------------
 NEURAL = config["neural"]
 EMBEDDINGS = NEURAL["embeddings"]
 RUNS = NEURAL["runs"]
+
+
+def is_wordpiece(emb):
+    """Text of this entry is a pre-trained encoder's WordPiece ids (no vocabulary, no word vectors)."""
+    return EMBEDDINGS[emb].get("method") == "wordpiece"
+
+
+def vocab_input(wildcards):
+    return [] if is_wordpiece(wildcards.emb) else f"text/{wildcards.emb}/vocab"
+
+
+def store_tokens_arg(wildcards, input):
+    return f"--encoder {EMBEDDINGS[wildcards.emb]['encoder']}" if is_wordpiece(wildcards.emb) else f"--vocab {input.vocab}"
 
 
 def base_run(variant):
@@ -78,6 +97,13 @@ def run_embeddings(variant):
 def training_settings(variant):
     spec = RUNS[base_run(variant)]
     return {**NEURAL["training"], **spec.get("training", {}), "device": NEURAL["device"]}
+
+
+def tuning_depths(variant):
+    """[start, stop, step] of the depths tuned on dev, up to the depth the run re-ranks."""
+    start, stop, step = NEURAL["rerank"]["depths"]
+    stop = min(stop, RUNS[variant].get("rerank_depth", stop))
+    return [min(start, stop), stop, step]
 
 
 def model_dir(variant, seed):
@@ -124,9 +150,10 @@ for _variant, _spec in RUNS.items():
 
 
 def table2_rows():
-    """Table 2: BM25 per evaluated dataset, then every run (first seed) in config order."""
+    """Table 2: BM25 per evaluated dataset, then the runs of neural.table2_runs (default: all; first seed)."""
     rows, datasets = [], []
-    for variant, spec in RUNS.items():
+    for variant in NEURAL.get("table2_runs", list(RUNS)):
+        spec = RUNS[variant]
         for dataset in run_datasets(variant):
             if dataset not in datasets:
                 datasets.append(dataset)
@@ -156,6 +183,67 @@ def _tk_queries_run():
 
 
 TK_QUERIES = _tk_queries_run()
+
+for _variant in NEURAL.get("table2_runs", []):
+    if _variant not in RUNS:
+        raise ValueError(f"config: neural.table2_runs names {_variant!r}, which is not a key of neural.runs")
+
+
+def run_system(variant):
+    """The system name of a run's first seed (or its ensemble), as in run and metric file names."""
+    suffix = "ens" if "ensemble" in RUNS[variant] else f"s{run_seeds(variant)[0]}"
+    return f"{run_model(variant)}.{variant}.{suffix}"
+
+
+# ---- long documents (TKL paper) -------------------------------------------------------------
+LONGDOC = config["longdoc"]
+
+
+def longdoc_runs():
+    """Every run the long-document outputs name (tables, Fig. 2, comparison, regions)."""
+    named = [row["run"] for key in ("table1", "saturation", "lengths") for row in LONGDOC[key]]
+    return named + list(LONGDOC["compare"].values()) + ([LONGDOC["regions"]] if "regions" in LONGDOC else [])
+
+
+def longdoc_active():
+    """The study has long-document outputs when its dataset is part of the study."""
+    return "dataset" in LONGDOC and LONGDOC["dataset"] in FIRST_STAGE["datasets"]
+
+
+if longdoc_active():
+    for _variant in longdoc_runs():
+        if _variant not in RUNS or LONGDOC["dataset"] not in run_datasets(_variant):
+            raise ValueError(f"config: longdoc names run {_variant!r}, which is not a neural.runs entry evaluated "
+                             f"on {LONGDOC['dataset']!r}")
+
+
+def longdoc_rows(key):
+    """Table rows: BM25 first, then the configured {label, run} entries."""
+    dataset = LONGDOC["dataset"]
+    return [{"label": "BM25", "dataset": dataset, "system": "bm25"}] + [
+        {"label": row["label"], "dataset": dataset, "system": run_system(row["run"]),
+         "model": row.get("speed", run_model(row["run"]))}
+        for row in LONGDOC[key]]
+
+
+def longdoc_metrics(systems, splits=("dev", "test")):
+    return sorted({f"results/metrics/{LONGDOC['dataset']}/{system}.{split}.csv" for system in systems for split in splits})
+
+
+def longdoc_outputs():
+    if not longdoc_active():
+        return []
+    outputs = [f"results/tables/tkl_{name}.csv" for name in ("table1", "table2") if LONGDOC[
+        "table1" if name == "table1" else "saturation"]]
+    if LONGDOC["compare"]:
+        outputs.append("results/figures/tkl_fig1.png")
+        if DATASETS[LONGDOC["dataset"]]["source"] == "synthetic":
+            outputs.append("results/tables/tkl_evidence.csv")
+    if LONGDOC["lengths"]:
+        outputs.append("results/figures/tkl_fig2.png")
+    if "regions" in LONGDOC:
+        outputs.append("results/figures/tkl_fig3.png")
+    return outputs
 
 
 # ---- ranked-list truncation ----------------------------------------------------------------

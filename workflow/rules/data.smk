@@ -1,4 +1,5 @@
-# One rule per configured dataset: each writes collection.tsv and, per split, queries and qrels.
+# One rule per configured dataset: each writes collection.tsv and, per split, queries and qrels
+# (synthetic data also its truth.json).
 for _name, _dataset in DATASETS.items():
 
     rule:
@@ -8,6 +9,7 @@ for _name, _dataset in DATASETS.items():
             collection=f"data/{_name}/collection.tsv",
             queries=[f"data/{_name}/queries.{split}.tsv" for split in dataset_splits(_name)],
             qrels=[f"data/{_name}/qrels.{split}.txt" for split in dataset_splits(_name)],
+            truth=[f"data/{_name}/truth.json"] if _dataset["source"] == "synthetic" else [],
         log:
             f"logs/data/{_name}.log",
         conda:

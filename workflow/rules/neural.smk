@@ -17,6 +17,9 @@ rule vocabulary:
         "benchmarks/text/{emb}/vocab.tsv"
     params:
         min_count=lambda wc: EMBEDDINGS[wc.emb].get("vocab_min_count", 5),
+    resources:
+        mem_mb=4000,
+        runtime=60,
     shell:
         "python -m rankstudy vocab --collection {input.collection} --queries {input.queries}"
         " --min-count {params.min_count} --out {output} 2> {log}"
@@ -25,7 +28,7 @@ rule vocabulary:
 rule store_collection:
     input:
         collection="data/{dataset}/collection.tsv",
-        vocab="text/{emb}/vocab",
+        vocab=vocab_input,
     output:
         directory("text/{emb}/{dataset}/collection"),
     log:
@@ -34,30 +37,40 @@ rule store_collection:
         "../../environment.yml"
     benchmark:
         "benchmarks/text/{emb}/{dataset}/collection.tsv"
+    params:
+        tokens=store_tokens_arg,
+    resources:
+        mem_mb=4000,
+        runtime=120,
     shell:
-        "python -m rankstudy store --input {input.collection} --kind collection --vocab {input.vocab}"
+        "python -m rankstudy store --input {input.collection} --kind collection {params.tokens}"
         " --out {output} 2> {log}"
 
 
 rule store_queries:
     input:
         queries="data/{dataset}/queries.{split}.tsv",
-        vocab="text/{emb}/vocab",
+        vocab=vocab_input,
     output:
         directory("text/{emb}/{dataset}/queries.{split}"),
     log:
         "logs/text/{emb}/{dataset}/queries.{split}.log",
     conda:
         "../../environment.yml"
+    params:
+        tokens=store_tokens_arg,
+    resources:
+        mem_mb=1000,
+        runtime=30,
     shell:
-        "python -m rankstudy store --input {input.queries} --kind queries --vocab {input.vocab}"
+        "python -m rankstudy store --input {input.queries} --kind queries {params.tokens}"
         " --out {output} 2> {log}"
 
 
 rule embeddings:
     input:
-        vocab="text/{emb}/vocab",
-        store=lambda wc: f"text/{wc.emb}/{EMBEDDINGS[wc.emb]['dataset']}/collection",
+        vocab=vocab_input,
+        store=lambda wc: [] if is_wordpiece(wc.emb) else f"text/{wc.emb}/{EMBEDDINGS[wc.emb]['dataset']}/collection",
     output:
         "text/{emb}/embeddings.npy",
     log:
@@ -69,12 +82,13 @@ rule embeddings:
     params:
         settings=lambda wc: as_json({k: v for k, v in EMBEDDINGS[wc.emb].items()
                                      if k not in ("dataset", "vocab_min_count", "include_queries")}),
+        inputs=lambda wc, input: f"--store {input.store} --vocab {input.vocab}" if input.vocab else "",
         seed=config["seed"],
     resources:
         mem_mb=4000,
         runtime=120,
     shell:
-        "python -m rankstudy embeddings --store {input.store} --vocab {input.vocab} --config {params.settings:q}"
+        "python -m rankstudy embeddings {params.inputs} --config {params.settings:q}"
         " --seed {params.seed} --out {output} 2> {log}"
 
 
@@ -93,6 +107,9 @@ rule examples:
         depth=NEURAL["examples"]["negatives_depth"],
         threshold=lambda wc: rel_threshold(wc.dataset),
         seed=config["seed"],
+    resources:
+        mem_mb=2000,
+        runtime=30,
     shell:
         "python -m rankstudy examples --qrels {input.qrels} --candidates {input.candidates} --out {output}"
         " --kind triples --rel-threshold {params.threshold} --negatives-depth {params.depth}"
@@ -126,7 +143,7 @@ rule train:
     resources:
         mem_mb=8000,
         runtime=240,
-        gpu=1 if NEURAL["device"] == "cuda" else 0,
+        gpu=gpus(NEURAL["device"]),
     shell:
         "python -m rankstudy train --model {params.name} --model-config {params.model:q}"
         " --train-config {params.training:q} --embeddings {input.embeddings} --examples {input.examples}"
@@ -155,7 +172,7 @@ rule rerank:
     threads: NEURAL["threads"]
     params:
         tag=lambda wc: f"{wc.model}.{wc.variant}.s{wc.seed}",
-        depth=NEURAL["rerank"]["depth"],
+        depth=lambda wc: RUNS[wc.variant].get("rerank_depth", NEURAL["rerank"]["depth"]),
         batch=NEURAL["rerank"]["batch_size"],
         max_query=lambda wc: training_settings(wc.variant)["max_query_length"],
         max_doc=lambda wc: training_settings(wc.variant)["max_doc_length"],
@@ -164,7 +181,7 @@ rule rerank:
     resources:
         mem_mb=4000,
         runtime=120,
-        gpu=1 if NEURAL["device"] == "cuda" else 0,
+        gpu=gpus(NEURAL["device"]),
     shell:
         "python -m rankstudy rerank --model-dir {params.model_dir} --embeddings {input.embeddings}"
         " --queries {input.queries} --documents {input.documents} --candidates {input.candidates} --out {output}"
@@ -188,7 +205,10 @@ rule tune_depth:
     params:
         measure=lambda wc: training_settings(wc.system.split(".")[1])["metric"],
         threshold=lambda wc: rel_threshold(wc.dataset),
-        depths=NEURAL["rerank"]["depths"],
+        depths=lambda wc: tuning_depths(wc.system.split(".")[1]),
+    resources:
+        mem_mb=1000,
+        runtime=15,
     shell:
         "python -m rankstudy tune-depth --first-stage {input.first_stage} --neural {input.neural}"
         " --qrels {input.qrels} --measure {params.measure:q} --rel-threshold {params.threshold}"
@@ -208,6 +228,9 @@ rule full_task:
         "../../environment.yml"
     wildcard_constraints:
         system=r"[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.s\d+",
+    resources:
+        mem_mb=1000,
+        runtime=15,
     shell:
         "python -m rankstudy apply-depth --first-stage {input.first_stage} --neural {input.neural}"
         " --depth-json {input.depth} --out {output} --tag {wildcards.system}-full 2> {log}"
@@ -223,5 +246,8 @@ rule ensemble:
         "logs/rerank/{dataset}/{model}.{variant}.ens.{split}.log",
     conda:
         "../../environment.yml"
+    resources:
+        mem_mb=1000,
+        runtime=15,
     shell:
         "python -m rankstudy ensemble --runs {input} --out {output} --tag {wildcards.model}.{wildcards.variant} 2> {log}"

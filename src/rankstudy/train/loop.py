@@ -50,6 +50,7 @@ class TrainConfig:
     patience: int  # validations without improvement before stopping
     metric: str  # ir-measures string, e.g. "RR@10"
     validation_depth: int  # candidates re-ranked per validation query
+    validation_queries: int | None = None  # the first N judged dev queries (by id) validate; None = all
     batch_size: int = 32
     rel_threshold: int = 1
     learning_rates: dict[str, float] = field(default_factory=lambda: {"default": 1e-3})
@@ -78,6 +79,10 @@ class TrainConfig:
                 raise ValueError(f"learning_rates.{group} must be a positive number, got {lr!r}")
         if not _number(self.weight_decay) or self.weight_decay < 0:
             raise ValueError(f"weight_decay must be a non-negative number, got {self.weight_decay!r}")
+        if self.validation_queries is not None and (not isinstance(self.validation_queries, int)
+                                                    or isinstance(self.validation_queries, bool)
+                                                    or self.validation_queries < 1):
+            raise ValueError(f"validation_queries must be null or a positive integer, got {self.validation_queries!r}")
         if self.grad_clip is not None and (not _number(self.grad_clip) or self.grad_clip <= 0):
             raise ValueError(f"grad_clip must be null or a positive number, got {self.grad_clip!r}")
         if self.device != "auto" and self.device.split(":")[0] not in ("cpu", "cuda"):
@@ -164,7 +169,9 @@ def batch_loss(model, batch: Sequence[tuple], listwise: bool, query_store, doc_s
 def make_validator(run: Run, qrels: Qrels, query_store, doc_store, cfg: TrainConfig,
                    batch_size: int | None = None) -> Callable[[torch.nn.Module], float]:
     """``validate(model)``: mean ``cfg.metric`` after re-ranking the top ``validation_depth`` of ``run``."""
-    judged = {qid: ranking for qid, ranking in run.items() if qid in qrels}
+    judged = {qid: run[qid] for qid in sorted(run) if qid in qrels}
+    if cfg.validation_queries is not None:  # a fixed subset: long documents make every validation costly
+        judged = dict(list(judged.items())[:cfg.validation_queries])
 
     def validate(model: torch.nn.Module) -> float:
         device = next(model.parameters()).device

@@ -1,0 +1,154 @@
+# The TKL paper's tables and figures (docs/longdoc.md); its runs are neural.runs entries.
+
+TKL_TABLES = {"table1": ("table1", "Table 1"), "table2": ("saturation", "Table 2 (saturation ablation)")}
+TKL_CAPTION = ("TKL paper {what} on {dataset}: re-ranking the top {depth} BM25 candidates; test: dense judgments, "
+               "dev: sparse. sig: the rows this one is significantly better than (paired Wilcoxon, p < 0.05). "
+               "docs/ms: throughput at the paper's dimensions (results/efficiency.csv). ")
+
+
+def tkl_table_spec(table):
+    key, what = TKL_TABLES[table]
+    caption = TKL_CAPTION.format(what=what, dataset=LONGDOC["dataset"], depth=NEURAL["rerank"]["depth"])
+    return as_json({"rows": longdoc_rows(key), "splits": ["test", "dev"], "caption": caption + LONGDOC["caption_note"]})
+
+
+def longdoc_test_runs():
+    return {label: f"runs/{LONGDOC['dataset']}/{run_system(run)}.test.run" for label, run in LONGDOC["compare"].items()}
+
+
+def longdoc_run_settings(variant):
+    """Store paths and lengths with which a run's model reads the long-document dataset."""
+    emb, dataset = run_embeddings(variant), LONGDOC["dataset"]
+    return {"queries": f"text/{emb}/{dataset}/queries.test", "documents": f"text/{emb}/{dataset}/collection",
+            "embeddings": f"text/{emb}/embeddings.npy", "model": f"{model_dir(variant, run_seeds(variant)[0])}/model.pt"}
+
+
+rule tkl_table:
+    input:
+        metrics=lambda wc: longdoc_metrics(row["system"] for row in longdoc_rows(TKL_TABLES[wc.table][0])),
+        efficiency="results/efficiency.csv",
+    output:
+        report("results/tables/tkl_{table}.csv", caption="../report/tkl_tables.rst", category="TKL"),
+        "results/tables/tkl_{table}.md",
+        "results/tables/tkl_{table}.tex",
+    log:
+        "logs/report/tkl_{table}.log",
+    conda:
+        "../../environment.yml"
+    wildcard_constraints:
+        table="table1|table2",
+    params:
+        spec=lambda wc: tkl_table_spec(wc.table),
+        prefix=lambda wildcards, output: output[0].removesuffix(".csv"),
+    shell:
+        "python -m rankstudy longdoc-report table --metrics {input.metrics:q} --efficiency {input.efficiency}"
+        " --spec {params.spec:q} --out-prefix {params.prefix} 2> {log}"
+
+
+rule tkl_evidence:
+    input:
+        runs=lambda wc: list(longdoc_test_runs().values()),
+        qrels=lambda wc: f"data/{LONGDOC['dataset']}/qrels.test.txt",
+        truth=lambda wc: f"data/{LONGDOC['dataset']}/truth.json",
+    output:
+        report("results/tables/tkl_evidence.csv", caption="../report/tkl_evidence.rst", category="TKL"),
+        "results/tables/tkl_evidence.md",
+        "results/tables/tkl_evidence.tex",
+    log:
+        "logs/report/tkl_evidence.log",
+    conda:
+        "../../environment.yml"
+    params:
+        spec=lambda wc: as_json({"runs": longdoc_test_runs(), "boundary": LONGDOC["evidence_boundary"], "top": 10,
+                                 "rel_threshold": rel_threshold(LONGDOC["dataset"]),
+                                 "caption": "Relevant test documents ranked in the top 10 by each system, by where "
+                                            "their evidence starts (synthetic truth). " + LONGDOC["caption_note"]}),
+        prefix=lambda wildcards, output: output[0].removesuffix(".csv"),
+    shell:
+        "python -m rankstudy longdoc-report evidence --qrels {input.qrels} --truth {input.truth}"
+        " --spec {params.spec:q} --out-prefix {params.prefix} 2> {log}"
+
+
+rule tkl_fig1:
+    input:
+        runs=lambda wc: list(longdoc_test_runs().values()),
+        qrels=lambda wc: f"data/{LONGDOC['dataset']}/qrels.test.txt",
+        store=lambda wc: longdoc_run_settings(list(LONGDOC["compare"].values())[0])["documents"],
+    output:
+        report("results/figures/tkl_fig1.png", caption="../report/tkl_figures.rst", category="TKL"),
+        "results/figures/tkl_fig1.pdf",
+        "results/figures/tkl_fig1.csv",
+    log:
+        "logs/report/tkl_fig1.log",
+    conda:
+        "../../environment.yml"
+    params:
+        spec=lambda wc: as_json({"runs": longdoc_test_runs(), "top": LONGDOC["top"],
+                                 "rel_threshold": rel_threshold(LONGDOC["dataset"])}),
+        prefix=lambda wildcards, output: output[0].removesuffix(".png"),
+    shell:
+        "python -m rankstudy longdoc-report fig1 --qrels {input.qrels} --store {input.store}"
+        " --spec {params.spec:q} --out-prefix {params.prefix} 2> {log}"
+
+
+rule tkl_fig2:
+    input:
+        metrics=lambda wc: longdoc_metrics([run_system(p["run"]) for p in LONGDOC["lengths"]], ["test"]),
+    output:
+        report("results/figures/tkl_fig2.png", caption="../report/tkl_figures.rst", category="TKL"),
+        "results/figures/tkl_fig2.pdf",
+        "results/figures/tkl_fig2.csv",
+    log:
+        "logs/report/tkl_fig2.log",
+    conda:
+        "../../environment.yml"
+    params:
+        spec=lambda wc: as_json({"points": [{"model": p["model"], "length": p["length"], "dataset": LONGDOC["dataset"],
+                                             "system": run_system(p["run"])} for p in LONGDOC["lengths"]]}),
+        prefix=lambda wildcards, output: output[0].removesuffix(".png"),
+    shell:
+        "python -m rankstudy longdoc-report fig2 --metrics {input.metrics:q} --spec {params.spec:q}"
+        " --out-prefix {params.prefix} 2> {log}"
+
+
+rule tkl_regions:
+    input:
+        unpack(lambda wc: longdoc_run_settings(LONGDOC["regions"])),
+        run=lambda wc: f"runs/{LONGDOC['dataset']}/{run_system(LONGDOC['regions'])}.test.run",
+    output:
+        "results/tkl/regions.csv",
+    log:
+        "logs/report/tkl_regions.log",
+    conda:
+        "../../environment.yml"
+    threads: NEURAL["threads"]
+    params:
+        depth=LONGDOC["region_depth"],
+        max_query=lambda wc: training_settings(LONGDOC["regions"])["max_query_length"],
+        max_doc=lambda wc: training_settings(LONGDOC["regions"])["max_doc_length"],
+        device=NEURAL["device"],
+        model_dir=lambda wildcards, input: os.path.dirname(input.model),
+    resources:
+        gpu=1 if NEURAL["device"] == "cuda" else 0,
+    shell:
+        "python -m rankstudy regions --model-dir {params.model_dir} --embeddings {input.embeddings}"
+        " --queries {input.queries} --documents {input.documents} --run {input.run} --out {output}"
+        " --depth {params.depth} --max-query-length {params.max_query} --max-doc-length {params.max_doc}"
+        " --device {params.device} --threads {threads} 2> {log}"
+
+
+rule tkl_fig3:
+    input:
+        "results/tkl/regions.csv",
+    output:
+        report("results/figures/tkl_fig3.png", caption="../report/tkl_figures.rst", category="TKL"),
+        "results/figures/tkl_fig3.pdf",
+        "results/figures/tkl_fig3.csv",
+    log:
+        "logs/report/tkl_fig3.log",
+    conda:
+        "../../environment.yml"
+    params:
+        prefix=lambda wildcards, output: output[0].removesuffix(".png"),
+    shell:
+        "python -m rankstudy longdoc-report fig3 --regions {input} --out-prefix {params.prefix} 2> {log}"
