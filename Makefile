@@ -5,7 +5,7 @@ VENV := .venv
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 PYTHON ?= python3.11
 
-.PHONY: env study test clean-study
+.PHONY: env study test clean-study pull push
 
 env: $(VENV)/.installed
 
@@ -24,6 +24,23 @@ study: env
 
 test: env
 	pytest
+
+# DVC (docs/cluster.md): artifacts of the study on the remote in .dvc/config.
+# SNAKEMAKE_ARGS: the arguments of the run the artifacts came from, e.g. --configfile config/x.yaml
+SNAKEMAKE_ARGS ?=
+# push: record the outputs of the last Snakemake run (dvc.lock), summarise them, upload them;
+# then commit dvc.lock and summary/ with git.
+# (Folders a config does not produce are recorded empty: DVC has no optional outputs.)
+push:
+	mkdir -p data index text train models runs results logs benchmarks
+	dvc commit --force study
+	dvc repro --single-item summary
+	dvc push
+# pull: download the artifacts of the checked-out dvc.lock, then touch every output in DAG order
+# (DVC does not keep mtimes; without this Snakemake would rerun jobs whose inputs look newer).
+pull:
+	dvc pull
+	snakemake --touch --forceall $(SNAKEMAKE_ARGS) --quiet
 
 clean-study:
 	rm -rf data index runs results/metrics results/tables results/figures logs benchmarks .snakemake

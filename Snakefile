@@ -15,6 +15,25 @@ include: "workflow/rules/report.smk"
 include: "workflow/rules/longdoc.smk"
 
 
+# Seconds-long bookkeeping jobs run where Snakemake runs, not as cluster jobs (each Slurm job
+# pays for a Snakemake start-up); the profile's resources apply to the rest.
+localrules:
+    evaluate,
+    tune_depth,
+    full_task,
+    ensemble,
+    first_stage_table,
+    tk_table2,
+    tk_table3_4,
+    choppy_table1,
+    choppy_figures,
+    tkl_table,
+    tkl_evidence,
+    tkl_fig1,
+    tkl_fig2,
+    tkl_fig3,
+
+
 rule all:
     default_target: True
     input:

@@ -270,3 +270,33 @@ def truncation_qid_args(name):
     spec = TRUNCATION["runs"][name]
     return " ".join(f"--{part}-qids {spec[f'{part}_qids']}" for part in ("train", "dev", "test")
                     if f"{part}_qids" in spec)
+
+
+TKL_TABLES = {"table1": ("table1", "Table 1"), "table2": ("saturation", "Table 2 (saturation ablation)")}
+TKL_CAPTION = ("TKL paper {what} on {dataset}: re-ranking the top {depth} BM25 candidates; test: dense judgments, "
+               "dev: sparse. sig: the rows this one is significantly better than (paired Wilcoxon, p < 0.05). "
+               "docs/ms: throughput at the paper's dimensions (results/efficiency.csv). ")
+
+
+def tkl_table_spec(table):
+    key, what = TKL_TABLES[table]
+    caption = TKL_CAPTION.format(what=what, dataset=LONGDOC["dataset"], depth=NEURAL["rerank"]["depth"])
+    return as_json({"rows": longdoc_rows(key), "splits": ["test", "dev"], "caption": caption + LONGDOC["caption_note"]})
+
+
+def longdoc_test_runs():
+    return {label: f"runs/{LONGDOC['dataset']}/{run_system(run)}.test.run" for label, run in LONGDOC["compare"].items()}
+
+
+def longdoc_run_settings(variant):
+    """Store paths and lengths with which a run's model reads the long-document dataset."""
+    emb, dataset = run_embeddings(variant), LONGDOC["dataset"]
+    return {"queries": f"text/{emb}/{dataset}/queries.test", "documents": f"text/{emb}/{dataset}/collection",
+            "embeddings": f"text/{emb}/embeddings.npy", "model": f"{model_dir(variant, run_seeds(variant)[0])}/model.pt"}
+
+
+def tkl_evidence_spec():
+    caption = f"Relevant test documents ranked in the top 10 by each system, by where their evidence starts " \
+              f"(synthetic truth). {LONGDOC['caption_note']}"
+    return as_json({"runs": longdoc_test_runs(), "boundary": LONGDOC["evidence_boundary"], "top": 10,
+                    "rel_threshold": rel_threshold(LONGDOC["dataset"]), "caption": caption})

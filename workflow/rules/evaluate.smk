@@ -15,6 +15,9 @@ rule evaluate:
     params:
         measures=config["evaluation"]["measures"],
         threshold=lambda wc: rel_threshold(wc.dataset),
+    resources:
+        mem_mb=2000,
+        runtime=30,
     shell:
         "python -m rankstudy evaluate --run {input.run} --qrels {input.qrels} --out {output}"
         " --measures {params.measures:q} --rel-threshold {params.threshold}"

@@ -1,28 +1,5 @@
 # The TKL paper's tables and figures (docs/longdoc.md); its runs are neural.runs entries.
 
-TKL_TABLES = {"table1": ("table1", "Table 1"), "table2": ("saturation", "Table 2 (saturation ablation)")}
-TKL_CAPTION = ("TKL paper {what} on {dataset}: re-ranking the top {depth} BM25 candidates; test: dense judgments, "
-               "dev: sparse. sig: the rows this one is significantly better than (paired Wilcoxon, p < 0.05). "
-               "docs/ms: throughput at the paper's dimensions (results/efficiency.csv). ")
-
-
-def tkl_table_spec(table):
-    key, what = TKL_TABLES[table]
-    caption = TKL_CAPTION.format(what=what, dataset=LONGDOC["dataset"], depth=NEURAL["rerank"]["depth"])
-    return as_json({"rows": longdoc_rows(key), "splits": ["test", "dev"], "caption": caption + LONGDOC["caption_note"]})
-
-
-def longdoc_test_runs():
-    return {label: f"runs/{LONGDOC['dataset']}/{run_system(run)}.test.run" for label, run in LONGDOC["compare"].items()}
-
-
-def longdoc_run_settings(variant):
-    """Store paths and lengths with which a run's model reads the long-document dataset."""
-    emb, dataset = run_embeddings(variant), LONGDOC["dataset"]
-    return {"queries": f"text/{emb}/{dataset}/queries.test", "documents": f"text/{emb}/{dataset}/collection",
-            "embeddings": f"text/{emb}/embeddings.npy", "model": f"{model_dir(variant, run_seeds(variant)[0])}/model.pt"}
-
-
 rule tkl_table:
     input:
         metrics=lambda wc: longdoc_metrics(row["system"] for row in longdoc_rows(TKL_TABLES[wc.table][0])),
@@ -59,10 +36,7 @@ rule tkl_evidence:
     conda:
         "../../environment.yml"
     params:
-        spec=lambda wc: as_json({"runs": longdoc_test_runs(), "boundary": LONGDOC["evidence_boundary"], "top": 10,
-                                 "rel_threshold": rel_threshold(LONGDOC["dataset"]),
-                                 "caption": "Relevant test documents ranked in the top 10 by each system, by where "
-                                            "their evidence starts (synthetic truth). " + LONGDOC["caption_note"]}),
+        spec=lambda wc: tkl_evidence_spec(),
         prefix=lambda wildcards, output: output[0].removesuffix(".csv"),
     shell:
         "python -m rankstudy longdoc-report evidence --qrels {input.qrels} --truth {input.truth}"
@@ -129,7 +103,7 @@ rule tkl_regions:
         device=NEURAL["device"],
         model_dir=lambda wildcards, input: os.path.dirname(input.model),
     resources:
-        gpu=1 if NEURAL["device"] == "cuda" else 0,
+        gpu=gpus(NEURAL["device"]),
     shell:
         "python -m rankstudy regions --model-dir {params.model_dir} --embeddings {input.embeddings}"
         " --queries {input.queries} --documents {input.documents} --run {input.run} --out {output}"

@@ -18,6 +18,9 @@ rule first_stage_table:
     params:
         measures=config["evaluation"]["measures"],
         prefix=lambda wildcards, output: output[0].removesuffix(".csv"),
+    resources:
+        mem_mb=1000,
+        runtime=15,
     shell:
         "python -m rankstudy first-stage-table --metrics {input:q} --measures {params.measures:q}"
         " --out-prefix {params.prefix} 2> {log}"
@@ -40,6 +43,9 @@ rule tk_table2:
         depth=NEURAL["rerank"]["depth"],
         scaled=NEURAL["caption_note"],
         prefix=lambda wildcards, output: output[0].removesuffix(".csv"),
+    resources:
+        mem_mb=1000,
+        runtime=15,
     shell:
         "python -m rankstudy tk-table2 --metrics {input.metrics:q} --efficiency {input.efficiency} --rows {params.rows:q} --depth {params.depth}"
         " --scaled={params.scaled:q} --out-prefix {params.prefix} 2> {log}"
@@ -60,6 +66,9 @@ rule tk_table3_4:
         "../../environment.yml"
     params:
         prefix=lambda wildcards, output: output[0].removesuffix(".csv"),
+    resources:
+        mem_mb=1000,
+        runtime=15,
     shell:
         "python -m rankstudy tk-queries --metrics {input.metrics} --queries {input.queries} --qrels {input.qrels}"
         " --out-prefix {params.prefix} 2> {log}"
@@ -85,6 +94,9 @@ rule tk_view:
         max_query=lambda wc: training_settings(TK_QUERIES["variant"])["max_query_length"],
         max_doc=lambda wc: training_settings(TK_QUERIES["variant"])["max_doc_length"],
         model_dir=lambda wildcards, input: os.path.dirname(input.model),
+    resources:
+        mem_mb=2000,
+        runtime=30,
     shell:
         "python -m rankstudy tk-view --model-dir {params.model_dir} --embeddings {input.embeddings}"
         " --vocab {input.vocab} --collection {input.collection} --queries {input.queries} --qrels {input.qrels}"
@@ -105,6 +117,10 @@ rule efficiency:
     params:
         models=as_json(NEURAL["efficiency"]["models"]),
         setup=as_json(NEURAL["efficiency"]["setup"]),
+    resources:
+        mem_mb=4000,
+        runtime=60,
+        gpu=gpus(NEURAL["device"]),
     shell:
         "python -m rankstudy efficiency --models {params.models:q} --setup {params.setup:q} --out {output} 2> {log}"
 
@@ -132,6 +148,7 @@ rule truncation:
     resources:
         mem_mb=4000,
         runtime=120,
+        gpu=gpus(TRUNCATION.get("device", "auto")),
     shell:
         "python -m rankstudy truncation --run {input.run} --qrels {input.qrels} --config {params.settings:q}"
         " --seed {params.seed} --out {params.out} --grid {params.qids} 2> {log}"
@@ -153,6 +170,9 @@ rule choppy_table1:
         names=truncation_names(),
         note=f"Lists cut to the top {TRUNCATION['n']}; Choppy d={TRUNCATION['choppy'].get('d_model', 128)}.",
         prefix=lambda wildcards, output: output[0].removesuffix(".csv"),
+    resources:
+        mem_mb=1000,
+        runtime=15,
     shell:
         "python -m rankstudy choppy-report table1 --studies {params.studies} --names {params.names}"
         " --caption-note={params.note:q} --out-prefix {params.prefix} 2> {log}"
@@ -175,6 +195,9 @@ rule choppy_figures:
         first=lambda wildcards, input: os.path.dirname(input.fig1[0]),
         studies=lambda wildcards, input: [os.path.dirname(path) for path in input.grids],
         names=truncation_names(),
+    resources:
+        mem_mb=2000,
+        runtime=30,
     shell:
         "(python -m rankstudy choppy-report fig1 --studies {params.first} --names {params.names[0]}"
         " --out-prefix results/figures/choppy_fig1 && python -m rankstudy choppy-report fig2"
