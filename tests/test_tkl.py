@@ -39,7 +39,7 @@ QUERY = torch.tensor([[5, 9, 1, 12, 0]])  # three terms, an OOV term, padding
 
 
 def test_packed_and_unpacked_chunks_give_the_same_scores():
-    model = tiny(cpu_slice_documents=0, cpu_slice_chunks=0)
+    model = tiny(cpu_slice_tokens=0, cpu_slice_chunks=0)
     document = document_batch([130, 0, 45, 200, 7], 260)
     document[3, 40:159] = 0  # two whole chunks of padding inside a document, then one token of the next
     query = QUERY.repeat(5, 1)
@@ -57,7 +57,7 @@ def test_packed_and_unpacked_chunks_give_the_same_scores():
 
 
 def test_a_batch_without_tokens_scores_zero():
-    model = tiny(cpu_slice_documents=0)
+    model = tiny(cpu_slice_tokens=0)
     scores, regions = model.score_with_regions(QUERY.repeat(2, 1), torch.zeros(2, 90, dtype=torch.long))
     assert scores.tolist() == [0.0, 0.0] and bool((regions == -1).all())
 
@@ -65,8 +65,8 @@ def test_a_batch_without_tokens_scores_zero():
 def test_cpu_slices_and_training_path_give_the_same_scores():
     document = document_batch([130, 45, 200, 7, 81], 220)
     query = torch.cat([QUERY.repeat(3, 1), torch.tensor([[7, 8, 0, 0, 0]] * 2)])
-    whole = tiny(cpu_slice_documents=0, cpu_slice_chunks=0)
-    sliced = tiny(cpu_slice_documents=2, cpu_slice_chunks=3)
+    whole = tiny(cpu_slice_tokens=0, cpu_slice_chunks=0)
+    sliced = tiny(cpu_slice_tokens=450, cpu_slice_chunks=3)  # 2 documents (of 200 tokens once trimmed)
     with torch.inference_mode():
         expected = whole(query, document)
         assert torch.allclose(sliced(query, document), expected, atol=1e-5)

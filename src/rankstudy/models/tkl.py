@@ -64,11 +64,12 @@ we depart from it:
   matches nothing, and OOV query terms are left out of the sum over i.
 
 Efficiency: at inference, distinct queries of a batch are contextualised once; on CPU a batch is
-scored in slices of ``cpu_slice_documents`` documents, and the transformer runs over the packed
+scored in slices of about ``cpu_slice_tokens`` document positions (8 documents of 2000 tokens,
+4 of 4000: the kernel tensors of a slice keep one size), and the transformer runs over the packed
 chunks in groups of ``cpu_slice_chunks`` (both measured in bench/tkl_speed.py: the activations
-stay in cache and memory grows linearly with the length). Kernel activations are laid out
-[B, Lq, K, Ld], so the window sums reduce a strided view of the last dimension: no
-[B, Lq, windows, 30, K] tensor exists.
+stay in cache, and their memory is one slice's whatever the batch and the document length).
+Kernel activations are laid out [B, Lq, K, Ld], so the window sums reduce a strided view of the
+last dimension: no [B, Lq, windows, 30, K] tensor exists.
 """
 
 from __future__ import annotations
@@ -108,9 +109,10 @@ class TKLConfig:
     top_regions: int = 3
     region_neighbours: int = 2  # windows each side of a chosen window that are scored with it
     max_length: int = 512  # positions the sinusoid features cover: queries and one extended chunk
-    # CPU inference: documents per slice (0 = whole batch) and packed chunks per transformer call
-    # (0 = all at once); scores are the same, the activations stay in cache (bench/tkl_speed.py).
-    cpu_slice_documents: int = 8
+    # CPU inference: document positions per slice of the batch (documents per slice = this // the
+    # batch's length, at least 1; 0 = whole batch) and packed chunks per transformer call (0 = all
+    # at once); scores are the same, the activations stay in cache (bench/tkl_speed.py).
+    cpu_slice_tokens: int = 16000
     cpu_slice_chunks: int = 32
 
     def __post_init__(self) -> None:
@@ -133,8 +135,8 @@ class TKLConfig:
         if self.max_length < self.chunk_size + 2 * self.overlap:
             raise ValueError(f"max_length {self.max_length} is shorter than one chunk with its context "
                              f"({self.chunk_size + 2 * self.overlap})")
-        if self.cpu_slice_documents < 0 or self.cpu_slice_chunks < 0:
-            raise ValueError("cpu_slice_documents and cpu_slice_chunks must be >= 0")
+        if self.cpu_slice_tokens < 0 or self.cpu_slice_chunks < 0:
+            raise ValueError("cpu_slice_tokens and cpu_slice_chunks must be >= 0")
 
 
 class TKL(nn.Module):
@@ -350,8 +352,9 @@ class TKL(nn.Module):
                 "length": token_masks(document)[0].cumsum(1).argmax(1) + 1}
 
     def _sliced(self, query: torch.Tensor, document: torch.Tensor) -> dict[str, torch.Tensor]:
-        size = self.config.cpu_slice_documents
-        if self._slicing(document) and 0 < size < document.shape[0]:
+        document = self._trim(document)
+        size = max(1, self.config.cpu_slice_tokens // max(document.shape[1], 1))
+        if self._slicing(document) and self.config.cpu_slice_tokens and size < document.shape[0]:
             parts = [self._score(query[start:start + size], document[start:start + size])
                      for start in range(0, document.shape[0], size)]
             return {key: torch.cat([part[key] for part in parts]) for key in parts[0]}
