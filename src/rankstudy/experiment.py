@@ -57,14 +57,19 @@ def load_trained(model_dir: Path, embeddings: Path, device: torch.device) -> tor
     return model.to(device).eval()
 
 
+def _scoring_model(model_dir: Path, embeddings: Path, device: str, threads: int):
+    """A trained model in eval mode on the resolved device, torch using ``threads`` threads."""
+    torch.set_num_threads(max(1, threads))
+    resolved = resolve_device(device)
+    return load_trained(model_dir, embeddings, resolved), resolved
+
+
 def rerank_run(model_dir: Path, embeddings: Path, queries: Path, documents: Path, candidates: Path, out: Path,
                tag: str, depth: int, batch_size: int, max_query_length: int, max_doc_length: int,
                device: str = "auto", threads: int = 1) -> None:
     """Score the top ``depth`` candidates of every query with a trained model; write a TREC run
     (the neural order on top, the rest of the candidates after it)."""
-    torch.set_num_threads(max(1, threads))
-    resolved = resolve_device(device)
-    model = load_trained(model_dir, embeddings, resolved)
+    model, resolved = _scoring_model(model_dir, embeddings, device, threads)
     first_stage = formats.read_run(candidates)
     scored = score_candidates(model, first_stage, TokenStore(queries), TokenStore(documents),
                               depth, batch_size, max_query_length, max_doc_length, resolved)
@@ -78,9 +83,7 @@ def write_regions(model_dir: Path, embeddings: Path, queries: Path, documents: P
                   device: str = "auto", threads: int = 1) -> None:
     """TKL's top regions for each query's top ``depth`` documents of ``run``, as CSV rows
     (qid, docid, rank, region, start, end); start = end = -1 where a document has fewer regions."""
-    torch.set_num_threads(max(1, threads))
-    resolved = resolve_device(device)
-    model = load_trained(model_dir, embeddings, resolved)
+    model, resolved = _scoring_model(model_dir, embeddings, device, threads)
     if not hasattr(model, "score_with_regions"):
         raise StudyError(f"{model_dir}: a {type(model).__name__} model selects no regions (TKL does)")
     query_store, document_store = TokenStore(queries), TokenStore(documents)
