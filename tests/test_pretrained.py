@@ -165,3 +165,16 @@ def test_missing_encoder_fails_clearly(tmp_path):
         BertCat(BertCatConfig(max_length=1024), None)
     with pytest.raises(ConfigError, match="dropout"):
         from_dict(BertCatConfig, {"dropout": 1.5}, "models.bert_cat")
+
+
+def test_encoder_keeps_its_first_layers():
+    full, two = load_encoder("minilm"), load_encoder("minilm", layers=2)
+    assert len(two.encoder.layer) == 2 and two.config.num_hidden_layers == 2
+    ids = torch.tensor([[101, 2054, 2003, 102]])
+    expected = full.embeddings(ids)
+    for layer in full.encoder.layer[:2]:
+        output = layer(expected)
+        expected = output[0] if isinstance(output, tuple) else output
+    assert torch.allclose(two(ids).last_hidden_state, expected, atol=1e-5)
+    with pytest.raises(StudyError, match="has 6 layers; cannot keep 7"):
+        load_encoder("minilm", layers=7)

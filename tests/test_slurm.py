@@ -22,6 +22,10 @@ pytestmark = [pytest.mark.slow, pytest.mark.slurm]
 CLUSTER = REPO / "scripts" / "slurm-test-cluster.sh"
 # the plugin's first status check after 2 s instead of 40 s: a tiny run in seconds, not minutes
 FAST = ["--slurm-init-seconds-before-status-checks", "2", "--latency-wait", "5"]
+# A slice of the tiny study through every kind of step (dataset, index, search, evaluation, text,
+# embeddings, examples, training on the gpu-capable path, re-ranking, a table): the whole tiny DAG
+# runs locally in test_workflow; through Slurm its ~300 job submissions would cost ~20 minutes.
+TARGETS = ["results/tables/first_stage.csv", "results/metrics/synthetic-passage/knrm.knrm.s7.test.csv"]
 # files whose content does not depend on where or when a job ran (efficiency.csv and
 # tk_table2, which holds its docs/ms column, are timings)
 DETERMINISTIC = ["data/**/*", "runs/**/*.run", "runs/**/*.json", "results/metrics/**/*.csv",
@@ -101,7 +105,7 @@ def test_a_failing_rule_is_reported_as_failed(slurm_cluster, tmp_path):
 
 def test_the_tiny_study_runs_through_slurm(slurm_cluster, tiny_study, tmp_path):
     work = workflow_copy(tmp_path)
-    result = slurm_snakemake(work, slurm_cluster, "--configfile", "tiny.yaml")
+    result = slurm_snakemake(work, slurm_cluster, *TARGETS, "--configfile", "tiny.yaml")
     output = result.stdout + result.stderr
     assert result.returncode == 0, output[-5000:] + slurm_logs(Path(slurm_cluster["SLURM_TEST_DIR"]))
     assert "SLURM run ID" in output
@@ -111,13 +115,13 @@ def test_the_tiny_study_runs_through_slurm(slurm_cluster, tiny_study, tmp_path):
     compared = 0
     for pattern in DETERMINISTIC:
         for local in sorted(tiny_study.glob(pattern)):
-            if local.is_file():
+            if local.is_file() and (work / local.relative_to(tiny_study)).exists():
                 relative = local.relative_to(tiny_study)
                 assert (work / relative).read_bytes() == local.read_bytes(), relative
                 compared += 1
-    assert compared > 50
+    assert compared > 20
 
 
 def snakemake_dry_run(work: Path) -> str:
-    result = run([str(BIN / "snakemake"), "-n", "--configfile", "tiny.yaml"], work, ENV, 120)
+    result = run([str(BIN / "snakemake"), "-n", *TARGETS, "--configfile", "tiny.yaml"], work, ENV, 120)
     return result.stdout + result.stderr

@@ -64,19 +64,28 @@ def encoder_path(name: str | os.PathLike) -> Path:
     return path
 
 
-def load_encoder(name: str | os.PathLike, **kwargs):
+def load_encoder(name: str | os.PathLike, layers: int | None = None, **kwargs):
     """The pre-trained encoder as a ``transformers`` ``AutoModel`` (offline, float32 weights).
 
-    ``kwargs`` go to ``from_pretrained`` (e.g. ``attn_implementation``).
+    ``layers``: keep only the first ``layers`` transformer layers (a CPU-sized encoder; None or
+    the encoder's own count = all). ``kwargs`` go to ``from_pretrained`` (e.g.
+    ``attn_implementation``).
     """
     from transformers import AutoModel
 
     path = encoder_path(name)
     kwargs.setdefault("dtype", torch.float32)
     try:
-        return AutoModel.from_pretrained(str(path), local_files_only=True, **kwargs)
+        encoder = AutoModel.from_pretrained(str(path), local_files_only=True, **kwargs)
     except (OSError, ValueError) as error:
         raise StudyError(f"encoder {str(name)!r}: cannot load the model from {path}: {error}") from None
+    total = encoder.config.num_hidden_layers
+    if layers is not None and layers != total:
+        if not 1 <= layers <= total:
+            raise StudyError(f"encoder {str(name)!r} has {total} layers; cannot keep {layers}")
+        encoder.encoder.layer = encoder.encoder.layer[:layers]
+        encoder.config.num_hidden_layers = layers
+    return encoder
 
 
 def load_tokenizer(name: str | os.PathLike):
