@@ -331,3 +331,19 @@ def test_resume_with_another_config_is_refused(toy, tmp_path):
     assert saved["model_config"] == {"dim": 16} and saved["seed"] == 7 and saved["train"]["batch_size"] == 16
     with pytest.raises(StudyError, match="different config"):
         fit(toy, config(batch_size=8), tmp_path)
+
+
+def test_validation_on_a_subset_averages_over_the_subset(toy):
+    """A subset of N queries is scored as a mean over those N, not over every judged query (the
+    evaluation counts judged queries missing from the run as 0)."""
+    model = ToyRanker()
+    per_query = {}
+    for qid in sorted(toy["runs"]["val"]):
+        one = make_validator({qid: toy["runs"]["val"][qid]}, {qid: toy["qrels"]["val"][qid]}, toy["queries"],
+                             toy["docs"], config())
+        per_query[qid] = one(model)
+    first = sorted(per_query)[:3]
+    subset = make_validator(toy["runs"]["val"], toy["qrels"]["val"], toy["queries"], toy["docs"],
+                            config(validation_queries=3))
+    assert subset(model) == pytest.approx(np.mean([per_query[q] for q in first]))
+    assert max(per_query[q] for q in first) > 0  # the check is not 0 == 0

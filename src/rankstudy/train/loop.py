@@ -36,6 +36,7 @@ from rankstudy.train.losses import listwise_softmax_ce, pairwise_margin_loss
 log = logging.getLogger(__name__)
 
 LOG_COLUMNS = ["step", "loss", "metric", "best"]
+OPTIMIZERS = {"adam": torch.optim.Adam, "adamw": torch.optim.AdamW}
 
 
 class TrainingInterrupted(KeyboardInterrupt):
@@ -59,8 +60,11 @@ class TrainConfig:
     max_doc_length: int = 200
     device: str = "auto"
     grad_clip: float | None = None
+    optimizer: str = "adam"  # "adam" (weight_decay as L2 in the gradient) or "adamw" (decoupled weight decay)
 
     def __post_init__(self) -> None:
+        if self.optimizer not in OPTIMIZERS:
+            raise ValueError(f"optimizer must be one of {', '.join(OPTIMIZERS)}, not {self.optimizer!r}")
         if self.loss not in ("pairwise", "listwise"):
             raise ValueError(f"loss must be 'pairwise' or 'listwise', not {self.loss!r}")
         for name in ("max_steps", "validate_every", "patience", "validation_depth", "batch_size",
@@ -172,6 +176,8 @@ def make_validator(run: Run, qrels: Qrels, query_store, doc_store, cfg: TrainCon
     judged = {qid: run[qid] for qid in sorted(run) if qid in qrels}
     if cfg.validation_queries is not None:  # a fixed subset: long documents make every validation costly
         judged = dict(list(judged.items())[:cfg.validation_queries])
+        # the mean runs over the subset: evaluation counts a judged query missing from a run as 0
+        qrels = {qid: qrels[qid] for qid in judged}
 
     def validate(model: torch.nn.Module) -> float:
         device = next(model.parameters()).device
@@ -247,7 +253,7 @@ def train(model: torch.nn.Module, examples: Sequence[tuple], query_store, doc_st
     random.seed(seed)
     np.random.seed(seed)
     model.to(device)
-    optimizer = torch.optim.Adam(optimizer_groups(model, cfg.learning_rates), weight_decay=cfg.weight_decay)
+    optimizer = OPTIMIZERS[cfg.optimizer](optimizer_groups(model, cfg.learning_rates), weight_decay=cfg.weight_decay)
     config = _run_config(model, examples, cfg, seed)
     state = {"step": 0, "best_metric": None, "best_step": None, "bad": 0, "rows": [], "done": False,
              "stopped_early": False}
