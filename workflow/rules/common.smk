@@ -171,10 +171,16 @@ def table2_metrics():
                    for system in (row["rerank"], row["full"]) if system for split in ("dev", "test")})
 
 
+for _variant in NEURAL.get("table2_runs", []):
+    if _variant not in RUNS:
+        raise ValueError(f"config: neural.table2_runs names {_variant!r}, which is not a key of neural.runs")
+
 
 def _tk_queries_run():
-    """Tables 3-4 and the interpretability view use the first TK run (its first seed, re-rank task)."""
-    for variant, spec in RUNS.items():
+    """Tables 3-4 and the interpretability view use the first TK run of Table 2 (its first seed,
+    re-rank task); none when Table 2 has no TK run (a config without the TK paper)."""
+    for variant in NEURAL.get("table2_runs", list(RUNS)):
+        spec = RUNS[variant]
         if "ensemble" not in spec and "reuse" not in spec and NEURAL["models"][run_model(variant)]["model"] == "tk" \
                 and run_datasets(variant):
             return {"variant": variant, "dataset": run_datasets(variant)[0],
@@ -183,10 +189,6 @@ def _tk_queries_run():
 
 
 TK_QUERIES = _tk_queries_run()
-
-for _variant in NEURAL.get("table2_runs", []):
-    if _variant not in RUNS:
-        raise ValueError(f"config: neural.table2_runs names {_variant!r}, which is not a key of neural.runs")
 
 
 def run_system(variant):

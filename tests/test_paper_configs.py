@@ -1,0 +1,230 @@
+"""The paper-scale configs (config/paper/*.yaml): an offline dry run of each lists the paper's jobs.
+
+Each config is dry-run once in a fresh workflow copy that holds no data, no GloVe file and no BERT
+directory, with ir_datasets pointed at an empty home and every proxy at a closed port, so anything
+that tried to download or read those files would fail. The job lists must hold the paper's runs
+with the paper's settings and nothing of the default synthetic study (the configs are
+`standalone`: config/config.yaml is not merged into them).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+import subprocess
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from test_workflow import BIN, ENV, job_counts, workflow_copy
+
+PAPER_CONFIGS = ("tk", "tkl", "choppy")
+# The project's budget for a dry run is 10 s; the bound here is generous so that a busy shared
+# machine does not fail the test (measured: 3-6 s each on 2 busy cores). The time is printed.
+DRY_RUN_BOUND_S = 30.0
+CLOSED_PORT = "http://127.0.0.1:9"
+
+
+@dataclass
+class Job:
+    rule: str
+    fields: dict[str, str] = field(default_factory=dict)  # input, output, wildcards, resources, ...
+    shell: str = ""
+
+    @property
+    def outputs(self) -> list[str]:
+        return self.fields.get("output", "").split(", ") if self.fields.get("output") else []
+
+    @property
+    def resources(self) -> dict[str, str]:
+        pairs = (item.split("=", 1) for item in self.fields.get("resources", "").split(", ") if "=" in item)
+        return dict(pairs)
+
+    def json_arg(self, option: str) -> dict:
+        """The JSON given to ``option`` in the job's command line."""
+        words = shlex.split(self.shell)
+        assert option in words, f"{self.rule}: no {option} in {self.shell[:200]}"
+        return json.loads(words[words.index(option) + 1])
+
+
+@dataclass
+class DryRun:
+    output: str
+    seconds: float
+    jobs: list[Job]
+
+    def of(self, rule: str) -> list[Job]:
+        return [job for job in self.jobs if job.rule == rule]
+
+    def one(self, rule: str, output_part: str) -> Job:
+        found = [job for job in self.of(rule) if any(output_part in path for path in job.outputs)]
+        assert len(found) == 1, (rule, output_part, [job.outputs for job in self.of(rule)])
+        return found[0]
+
+    @property
+    def outputs(self) -> set[str]:
+        return {path for job in self.jobs for path in job.outputs}
+
+
+def parse_jobs(output: str) -> list[Job]:
+    """The jobs of a ``snakemake -n -p`` listing: rule name, indented fields, shell command."""
+    jobs: list[Job] = []
+    for line in output.splitlines():
+        if match := re.match(r"^(?:local)?rule (\w+):$", line):
+            jobs.append(Job(match.group(1)))
+        elif jobs and (match := re.match(r"^    (\w+): (.*)$", line)):
+            jobs[-1].fields[match.group(1)] = match.group(2)
+        elif jobs and line.startswith("Shell command: "):
+            jobs[-1].shell = line.removeprefix("Shell command: ")
+    return jobs
+
+
+def snakemake(work: Path, env: dict[str, str], *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([str(BIN / "snakemake"), *args], cwd=work, env=env, capture_output=True, text=True,
+                          timeout=300)
+
+
+@pytest.fixture(scope="module")
+def offline_workflow(tmp_path_factory):
+    """A workflow copy without data, GloVe or BERT files, and an environment without a network."""
+    tmp = tmp_path_factory.mktemp("paper")
+    work = workflow_copy(tmp)
+    home = tmp / "ir_datasets_home"
+    home.mkdir()
+    env = dict(ENV, IR_DATASETS_HOME=str(home), HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1",
+               HTTP_PROXY=CLOSED_PORT, HTTPS_PROXY=CLOSED_PORT, ALL_PROXY=CLOSED_PORT,
+               http_proxy=CLOSED_PORT, https_proxy=CLOSED_PORT, all_proxy=CLOSED_PORT)
+    for absent in ("data", "text", "models", "runs", "results"):
+        assert not (work / absent).exists(), absent
+    return work, env, home
+
+
+@pytest.fixture(scope="module")
+def dry_runs(offline_workflow):
+    work, env, _ = offline_workflow
+    cache: dict[str, DryRun] = {}
+
+    def run(name: str) -> DryRun:
+        if name not in cache:
+            start = time.perf_counter()
+            result = snakemake(work, env, "-n", "-p", "--configfile", f"config/paper/{name}.yaml")
+            seconds = time.perf_counter() - start
+            output = result.stdout + result.stderr
+            assert result.returncode == 0, output[-3000:]
+            print(f"dry run of config/paper/{name}.yaml: {seconds:.1f} s")
+            cache[name] = DryRun(output, seconds, parse_jobs(result.stdout))
+        return cache[name]
+
+    return run
+
+
+@pytest.mark.parametrize("name", PAPER_CONFIGS)
+def test_the_dry_run_works_offline_within_the_budget(dry_runs, offline_workflow, name):
+    work, _, home = offline_workflow
+    plan = dry_runs(name)
+    assert plan.seconds < DRY_RUN_BOUND_S, f"{name}: dry run took {plan.seconds:.1f} s (budget 10 s)"
+    assert len(plan.jobs) == job_counts(plan.output)["total"]  # the parser saw every job
+    assert not any(home.iterdir()), "the dry run touched IR_DATASETS_HOME"
+    assert not (work / "data").exists()
+
+
+@pytest.mark.parametrize("name", PAPER_CONFIGS)
+def test_nothing_of_the_default_study_leaks_in(dry_runs, name):
+    plan = dry_runs(name)
+    assert "synthetic" not in plan.output
+    datasets = {"tk": {"msmarco-passage", "msmarco-document"}, "tkl": {"msmarco-document"}, "choppy": {"robust04"}}[name]
+    assert {job.rule for job in plan.jobs if job.rule.startswith("dataset_")} == \
+        {f"dataset_{dataset.replace('-', '_')}" for dataset in datasets}
+    for job in plan.jobs:
+        if job.rule.startswith("dataset_"):
+            assert job.json_arg("--config")["source"] == "irds"
+    # the default's second system (QL) would merge into first_stage.systems
+    assert {Path(path).name.split(".")[0] for job in plan.of("first_stage") for path in job.outputs} == {"bm25"}
+
+
+def test_tk_lists_the_table2_runs_with_the_paper_settings(dry_runs):
+    plan = dry_runs("tk")
+    counts = job_counts(plan.output)
+    # p1 x 3 seeds, p2, d1, d3, knrm, conv_knrm (p3 ensembles p1, d2 reuses p1's models)
+    assert counts["train"] == 8 and counts["ensemble"] == 2
+    assert counts["tk_table2"] == counts["tk_table3_4"] == counts["tk_view"] == 1
+    assert not {"truncation", "tkl_table", "tkl_regions"} & set(counts)
+    for run in ("msmarco-passage/tk.p1.s42", "msmarco-passage/tk.p1.s44", "msmarco-passage/tk.p2.s42",
+                "msmarco-passage/tk.p3.ens", "msmarco-document/tk.d1.s42", "msmarco-document/tk.d2.s43",
+                "msmarco-document/tk-windowed.d3.s42", "msmarco-passage/knrm.knrm.s42",
+                "msmarco-passage/conv_knrm.conv_knrm.s42"):
+        assert f"runs/{run}.test.run" in plan.outputs, run
+    rows = plan.of("tk_table2")[0].json_arg("--rows")
+    assert [row["run"] for row in rows if row["run"] != "BM25"] == ["p1", "p2", "p3", "d1", "d2", "d3", "knrm", "conv_knrm"]
+
+    p1 = plan.one("train", "models/msmarco-passage/tk/p1/seed42/")
+    assert p1.json_arg("--model-config") == {"layers": 2, "heads": 10, "ff_dim": 100, "train_embeddings": True}
+    training = p1.json_arg("--train-config")
+    assert training["device"] == "cuda" and training["batch_size"] == 32 and training["max_doc_length"] == 200
+    assert training["learning_rates"] == {"embeddings": 1e-4, "contextualizer": 1e-4, "default": 1e-3}
+    d3 = plan.one("train", "/d3/").json_arg("--train-config")
+    assert (d3["max_doc_length"], d3["batch_size"], d3["max_steps"]) == (800, 32, 200_000)
+    glove = plan.one("embeddings", "text/glove/").json_arg("--config")
+    assert glove == {"method": "glove", "dim": 300, "path": "data/glove/glove.42B.300d.txt"}
+    for rule in ("train", "rerank", "efficiency"):
+        assert {job.resources.get("gpu") for job in plan.of(rule)} == {"1"}, rule
+    assert "--hits 100" in plan.of("first_stage")[0].shell
+
+
+def test_tkl_lists_table1_at_2000_and_4000_tokens_and_the_ablations(dry_runs):
+    plan = dry_runs("tkl")
+    counts = job_counts(plan.output)
+    # 5 baselines, TK 200, BERT[CLS], TKL 2k/4k, 2 saturation variants, TKL 500, TK 500, CONV-KNRM 2k
+    assert counts["train"] == 14
+    assert counts["tkl_table"] == 2 and counts["tkl_fig1"] == counts["tkl_fig2"] == counts["tkl_fig3"] == 1
+    assert not {"tk_table2", "tk_table3_4", "tk_view", "tkl_evidence", "truncation"} & set(counts)
+    for table in ("tkl_table1", "tkl_table2"):
+        assert f"results/tables/{table}.csv" in plan.outputs
+    for variant, model, tokens in (("tkl-2k", "tkl", 2000), ("tkl-4k", "tkl", 4000), ("tkl-log-2k", "tkl-log", 2000),
+                                   ("tkl-linear-2k", "tkl-linear", 2000), ("tkl-500", "tkl", 500),
+                                   ("tk-200", "tk", 200), ("doc-pacrr", "pacrr", 200)):
+        job = plan.one("train", f"models/msmarco-document/{model}/{variant}/seed42/")
+        assert job.json_arg("--train-config")["max_doc_length"] == tokens, variant
+        assert f"runs/msmarco-document/{model}.{variant}.s42.test.run" in plan.outputs
+    table1 = plan.one("tkl_table", "tkl_table1").json_arg("--spec")["rows"]
+    assert [row["label"] for row in table1][-3:] == ["BERT[CLS] (200)", "TKL (2,000)", "TKL (4,000)"]
+    bert = plan.one("train", "/doc-bert/")
+    assert bert.json_arg("--model-config") == {"encoder": "data/pretrained/bert-base-uncased"}
+    assert "--encoder data/pretrained/bert-base-uncased" in plan.one("store_collection", "text/bert/").shell
+    tkl = plan.one("train", "/tkl-2k/")
+    assert tkl.json_arg("--model-config") == {"layers": 2, "heads": 10, "ff_dim": 100, "train_embeddings": True}
+    training = tkl.json_arg("--train-config")
+    assert (training["batch_size"], training["max_steps"], training["validation_queries"]) == (32, 100_000, 2000)
+    assert {job.resources.get("gpu") for job in plan.of("train") + plan.of("tkl_regions")} == {"1"}
+
+
+def test_choppy_lists_the_robust04_truncation_job(dry_runs):
+    plan = dry_runs("choppy")
+    counts = job_counts(plan.output)
+    assert counts == {"dataset_robust04": 1, "index": 1, "first_stage": 1, "evaluate": 1, "first_stage_table": 1,
+                      "truncation": 1, "choppy_table1": 1, "choppy_figures": 1, "all": 1, "total": 9}
+    assert "--hits 300" in plan.of("first_stage")[0].shell
+    job = plan.of("truncation")[0]
+    assert job.fields["input"] == "runs/robust04/bm25.test.run, data/robust04/qrels.test.txt"
+    settings = job.json_arg("--config")
+    assert settings["n"] == 300 and settings["grid_d"] == [32, 64, 128, 256] and settings["grid_heads"] == [1, 2, 4, 8]
+    assert settings["choppy"] == {"d_model": 128, "heads": 8, "layers": 3, "max_length": 300}
+    assert job.resources["gpu"] == "1"
+
+
+def test_the_slurm_profile_dry_run_submits_gpu_jobs(offline_workflow):
+    pytest.importorskip("snakemake_executor_plugin_slurm")
+    work, env, _ = offline_workflow
+    result = snakemake(work, env, "-n", "--workflow-profile", "profiles/slurm", "--configfile",
+                       "config/paper/choppy.yaml")
+    assert result.returncode == 0, (result.stdout + result.stderr)[-3000:]
+    truncation = [job for job in parse_jobs(result.stdout) if job.rule == "truncation"]
+    assert truncation and truncation[0].resources["gpu"] == "1"
+
+
+def test_every_paper_config_is_standalone():
+    for path in sorted((Path(__file__).resolve().parents[1] / "config" / "paper").glob("*.yaml")):
+        assert re.search(r"^standalone: true$", path.read_text(), re.M), path
