@@ -105,7 +105,7 @@ rule examples:
     params:
         per_query=NEURAL["examples"]["per_query"],
         depth=NEURAL["examples"]["negatives_depth"],
-        threshold=lambda wc: rel_threshold(wc.dataset),
+        threshold=lambda wc: DATASETS[wc.dataset].get("train_min_grade", rel_threshold(wc.dataset)),
         seed=config["seed"],
     resources:
         mem_mb=2000,
