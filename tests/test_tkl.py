@@ -332,3 +332,14 @@ def test_bad_config_raises(settings, message):
 def test_heads_must_divide_the_embedding_dim():
     with pytest.raises(ValueError, match="not divisible"):
         TKL(TKLConfig(heads=3), embeddings())
+
+
+def test_build_model_gives_tkl_the_collection_idf_as_salience():
+    from rankstudy.models import build_model
+
+    vectors = np.random.default_rng(0).normal(size=(6, 8)).astype(np.float32)
+    idf = np.array([0.0, 0.0, 0.5, 1.5, 2.5, 3.5], dtype=np.float32)
+    model = build_model("tkl", {"layers": 1, "heads": 2, "ff_dim": 8}, vectors, idf=idf)
+    assert torch.equal(model.saturation_salience.weight.squeeze(1), torch.from_numpy(idf))
+    plain = build_model("tkl", {"layers": 1, "heads": 2, "ff_dim": 8}, vectors)  # scoring: weights come from a checkpoint
+    assert torch.equal(plain.saturation_salience.weight, torch.ones(6, 1))

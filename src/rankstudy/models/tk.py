@@ -49,7 +49,9 @@ from rankstudy.nn.transformer import encoder_forward
 
 
 @dataclass
-class TKConfig:
+class ContextualizerConfig:
+    """What TK and TKL share: the contextualiser (1) and the kernels (2)."""
+
     layers: int = 2
     heads: int = 10
     ff_dim: int = 100
@@ -57,10 +59,24 @@ class TKConfig:
     kernels_mu: list[float] = field(default_factory=default_mus)
     kernels_sigma: list[float] = field(default_factory=lambda: [0.1] * 11)
     mixer_init: float = 0.5
-    scaler_init: float = 0.01
     dense_init: float = 0.014
-    branches: str = "both"  # "both" (TK_v1: log + length) or "log" (ECAI 2020)
     train_embeddings: bool = True
+
+    def __post_init__(self) -> None:
+        if len(self.kernels_mu) != len(self.kernels_sigma) or not self.kernels_mu:
+            raise ValueError("kernels_mu and kernels_sigma need the same (non-zero) length")
+        if any(sigma <= 0 for sigma in self.kernels_sigma):
+            raise ValueError("kernels_sigma must be positive")
+        if self.layers < 1 or self.heads < 1 or self.ff_dim < 1:
+            raise ValueError("layers, heads and ff_dim must be positive")
+        if not 0.0 <= self.dropout < 1.0:
+            raise ValueError("dropout must be in [0, 1)")
+
+
+@dataclass
+class TKConfig(ContextualizerConfig):
+    scaler_init: float = 0.01
+    branches: str = "both"  # "both" (TK_v1: log + length) or "log" (ECAI 2020)
     max_length: int = 4096  # longest sequence the position features cover
     window_sizes: list[int] = field(default_factory=list)  # windowed kernel pooling (d3); [] = off
     top_windows: int = 3
@@ -70,16 +86,32 @@ class TKConfig:
     cpu_slice_documents: int = 8
 
     def __post_init__(self) -> None:
-        if len(self.kernels_mu) != len(self.kernels_sigma):
-            raise ValueError("kernels_mu and kernels_sigma need the same length")
+        super().__post_init__()
         if self.branches not in ("both", "log"):
             raise ValueError(f"branches must be 'both' or 'log', not {self.branches!r}")
         if self.window_sizes and self.branches != "log":
             raise ValueError("windowed kernel pooling scores windows with the log branch: set branches: log")
-        if self.layers < 1 or self.heads < 1 or self.top_windows < 1:
-            raise ValueError("layers, heads and top_windows must be positive")
+        if self.top_windows < 1:
+            raise ValueError("top_windows must be positive")
         if self.cpu_slice_documents < 0:
             raise ValueError("cpu_slice_documents must be >= 0")
+
+
+def build_contextualizer(model: nn.Module, config: ContextualizerConfig, embeddings: np.ndarray,
+                         max_length: int) -> None:
+    """Give ``model`` TK's embedding, transformer, sinusoid positions, mixer α and kernels (the
+    parameters of (1) and (2)), in this order: the order draws the initial weights from the seed."""
+    model.embedding = pretrained_embedding(embeddings, config.train_embeddings)
+    dim = model.embedding.embedding_dim
+    if dim % config.heads:
+        raise ValueError(f"embedding dim {dim} is not divisible by {config.heads} heads")
+    layer = nn.TransformerEncoderLayer(dim, config.heads, dim_feedforward=config.ff_dim,
+                                       dropout=config.dropout, batch_first=True)
+    # parameters of PyTorch's layer; the forward pass is nn.transformer.encoder_forward
+    model.contextualizer = nn.TransformerEncoder(layer, config.layers, enable_nested_tensor=False)
+    model.register_buffer("positions", sinusoidal_positions(max_length, dim), persistent=False)
+    model.mixer = nn.Parameter(torch.full([1], config.mixer_init))
+    model.kernels = KernelPooling(config.kernels_mu, config.kernels_sigma)
 
 
 class TK(nn.Module):
@@ -88,17 +120,7 @@ class TK(nn.Module):
     def __init__(self, config: TKConfig, embeddings: np.ndarray):
         super().__init__()
         self.config = config
-        self.embedding = pretrained_embedding(embeddings, config.train_embeddings)
-        dim = self.embedding.embedding_dim
-        if dim % config.heads:
-            raise ValueError(f"embedding dim {dim} is not divisible by {config.heads} heads")
-        layer = nn.TransformerEncoderLayer(dim, config.heads, dim_feedforward=config.ff_dim,
-                                           dropout=config.dropout, batch_first=True)
-        # parameters of PyTorch's layer; the forward pass is nn.transformer.encoder_forward
-        self.contextualizer = nn.TransformerEncoder(layer, config.layers, enable_nested_tensor=False)
-        self.register_buffer("positions", sinusoidal_positions(config.max_length, dim), persistent=False)
-        self.mixer = nn.Parameter(torch.full([1], config.mixer_init))
-        self.kernels = KernelPooling(config.kernels_mu, config.kernels_sigma)
+        build_contextualizer(self, config, embeddings, config.max_length)
         self.scaler = nn.Parameter(torch.full([1], config.scaler_init))
         n = self.kernels.count
         self.dense_log = nn.Linear(n, 1, bias=False)

@@ -75,31 +75,21 @@ last dimension: no [B, Lq, windows, 30, K] tensor exists.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 import torch
 from torch import nn
 from torch.nn import functional as F
 
-from rankstudy.models.tk import TK
-from rankstudy.nn.embedding import pretrained_embedding, sinusoidal_positions
-from rankstudy.nn.kernels import KernelPooling, cosine_matrix, default_mus, token_masks
+from rankstudy.models.tk import TK, ContextualizerConfig, build_contextualizer
+from rankstudy.nn.kernels import cosine_matrix, token_masks
 
 SATURATIONS = ("embedding", "log", "linear")
 
 
 @dataclass
-class TKLConfig:
-    layers: int = 2
-    heads: int = 10
-    ff_dim: int = 100
-    dropout: float = 0.0
-    kernels_mu: list[float] = field(default_factory=default_mus)
-    kernels_sigma: list[float] = field(default_factory=lambda: [0.1] * 11)
-    mixer_init: float = 0.5
-    dense_init: float = 0.014
-    train_embeddings: bool = True
+class TKLConfig(ContextualizerConfig):
     chunk_size: int = 40  # central tokens per chunk
     overlap: int = 5  # context tokens on each side of a chunk (chunk + 2·overlap = 50 contextualised)
     saturation_window: int = 30  # tokens per saturation window
@@ -116,14 +106,7 @@ class TKLConfig:
     cpu_slice_chunks: int = 32
 
     def __post_init__(self) -> None:
-        if len(self.kernels_mu) != len(self.kernels_sigma) or not self.kernels_mu:
-            raise ValueError("kernels_mu and kernels_sigma need the same (non-zero) length")
-        if any(sigma <= 0 for sigma in self.kernels_sigma):
-            raise ValueError("kernels_sigma must be positive")
-        if self.layers < 1 or self.heads < 1 or self.ff_dim < 1:
-            raise ValueError("layers, heads and ff_dim must be positive")
-        if not 0.0 <= self.dropout < 1.0:
-            raise ValueError("dropout must be in [0, 1)")
+        super().__post_init__()
         if self.chunk_size < 1 or self.overlap < 0:
             raise ValueError("chunk_size must be positive and overlap non-negative")
         if self.saturation_window < 1 or not 1 <= self.saturation_stride <= self.saturation_window:
@@ -141,6 +124,7 @@ class TKLConfig:
 
 class TKL(nn.Module):
     PARAM_GROUPS = {"embedding.": "embeddings", "contextualizer.": "contextualizer"}
+    NEEDS_IDF = True  # training builds it with the collection's IDF (the salience e_i's initial values)
 
     # TK's contextualisation (1) works unchanged on TKL's embedding, positions, transformer and
     # mixer; it is reused for queries and for the packed document chunks (2).
@@ -153,17 +137,8 @@ class TKL(nn.Module):
         log and linear saturations)."""
         super().__init__()
         self.config = config
-        self.embedding = pretrained_embedding(embeddings, config.train_embeddings)
-        vocabulary, dim = self.embedding.num_embeddings, self.embedding.embedding_dim
-        if dim % config.heads:
-            raise ValueError(f"embedding dim {dim} is not divisible by {config.heads} heads")
-        layer = nn.TransformerEncoderLayer(dim, config.heads, dim_feedforward=config.ff_dim,
-                                           dropout=config.dropout, batch_first=True)
-        # parameters of PyTorch's layer; the forward pass is nn.transformer.encoder_forward (via TK)
-        self.contextualizer = nn.TransformerEncoder(layer, config.layers, enable_nested_tensor=False)
-        self.register_buffer("positions", sinusoidal_positions(config.max_length, dim), persistent=False)
-        self.mixer = nn.Parameter(torch.full([1], config.mixer_init))
-        self.kernels = KernelPooling(config.kernels_mu, config.kernels_sigma)
+        build_contextualizer(self, config, embeddings, config.max_length)
+        vocabulary = self.embedding.num_embeddings
         n_kernels = self.kernels.count
         if config.saturation == "embedding":
             salience = torch.ones(vocabulary, 1)
