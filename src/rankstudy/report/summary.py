@@ -3,22 +3,26 @@
 Reads the evaluation CSVs (results/metrics/{dataset}/{system}.{split}.csv, one row per query and
 one ``all`` row per measure) and writes
 
-* ``summary/metrics.json``: {dataset: {split: {system: {measure: value}}}} over all queries, for
+* ``metrics.json``: {dataset: {split: {system: {measure: value}}}} over all queries, for
   ``dvc metrics show`` / ``dvc metrics diff``;
-* ``summary/test.csv``: one row per dataset/system on the test split, for ``dvc plots show``.
+* ``test.csv``: one row per dataset/system on the test split, for ``dvc plots show``.
 """
 
 from __future__ import annotations
 
-import argparse
 import csv
 import json
+import os
 from pathlib import Path
 
+from rankstudy.atomic import atomic_open
+from rankstudy.errors import StudyError
 
-def summarise(metrics: Path) -> dict:
+
+def summarise(metrics: str | os.PathLike) -> dict:
+    """The ``all`` rows of every metric CSV under ``metrics``, nested dataset → split → system."""
     summary: dict = {}
-    for path in sorted(metrics.glob("*/*.csv")):
+    for path in sorted(Path(metrics).glob("*/*.csv")):
         with path.open(newline="") as handle:
             for row in csv.DictReader(handle):
                 if row["qid"] == "all":
@@ -28,6 +32,7 @@ def summarise(metrics: Path) -> dict:
 
 
 def test_rows(summary: dict) -> tuple[list[str], list[dict]]:
+    """(columns, rows) of the test split: one row per dataset/system, one column per measure."""
     measures: list[str] = []
     rows = []
     for dataset, splits in sorted(summary.items()):
@@ -37,22 +42,16 @@ def test_rows(summary: dict) -> tuple[list[str], list[dict]]:
     return ["run", *measures], rows
 
 
-def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--metrics", type=Path, default=Path("results/metrics"))
-    parser.add_argument("--out", type=Path, default=Path("summary"))
-    args = parser.parse_args(argv)
-    summary = summarise(args.metrics)
+def write_summary(metrics: str | os.PathLike, out_dir: str | os.PathLike) -> None:
+    summary = summarise(metrics)
     if not summary:
-        raise SystemExit(f"no evaluation results under {args.metrics}")
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "metrics.json").write_text(json.dumps(summary, indent=1, sort_keys=True) + "\n")
+        raise StudyError(f"{metrics}: no evaluation results (expected {{dataset}}/{{system}}.{{split}}.csv files)")
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    with atomic_open(out_dir / "metrics.json") as out:
+        out.write(json.dumps(summary, indent=1, sort_keys=True) + "\n")
     fields, rows = test_rows(summary)
-    with (args.out / "test.csv").open("w", newline="") as handle:
-        writer = csv.DictWriter(handle, fieldnames=fields)
+    with atomic_open(out_dir / "test.csv", encoding="utf-8") as out:
+        writer = csv.DictWriter(out, fieldnames=fields, lineterminator="\n")
         writer.writeheader()
         writer.writerows(rows)
-
-
-if __name__ == "__main__":
-    main()
