@@ -30,17 +30,22 @@ Generative story (docs/synthetic.md has the long version):
 
 ``truth.json`` records the concept forms, each query's concepts and expansion, and each
 relevant document's grade and evidence position, for tests and analysis.
+
+``export`` streams: texts are spooled to a scratch file as they are generated and read back in
+shuffled order, so memory holds a few integers per document, never the texts (docs/streaming.md).
+``generate`` returns the same dataset in memory (for tests and small data).
 """
 
 from __future__ import annotations
 
+import array
 import dataclasses
 import json
 import logging
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Iterator, Mapping, Protocol, Sequence
 
 import numpy as np
 
@@ -144,10 +149,60 @@ class SyntheticDataset:
         """Write the dataset directory atomically (all files or none)."""
         with atomic_path(out, directory=True) as tmp:
             formats.write_collection(tmp / "collection.tsv", self.docs)
-            for split in SPLITS:
-                formats.write_queries(tmp / f"queries.{split}.tsv", self.queries[split])
-                formats.write_qrels(tmp / f"qrels.{split}.txt", self.qrels[split])
-            (tmp / "truth.json").write_text(json.dumps(self.truth), encoding="utf-8")
+            _write_judgments(tmp, self.queries, self.qrels, self.truth)
+
+
+def _write_judgments(directory: Path, queries: Mapping[str, Mapping[str, str]],
+                     qrels: Mapping[str, Mapping[str, Mapping[str, int]]], truth: Mapping[str, Any]) -> None:
+    """Queries and qrels of every split, and truth.json."""
+    for split in SPLITS:
+        formats.write_queries(directory / f"queries.{split}.tsv", queries[split])
+        formats.write_qrels(directory / f"qrels.{split}.txt", qrels[split])
+    (directory / "truth.json").write_text(json.dumps(truth), encoding="utf-8")
+
+
+class _TextSink(Protocol):
+    """Where generated texts go, in generation order (a list, or a ``_Spool``)."""
+
+    def append(self, text: str) -> None: ...
+
+    def __len__(self) -> int: ...
+
+
+class _Spool:
+    """Texts appended to a scratch file and read back in any order: memory keeps one offset per text."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self._out = open(path, "wb")
+        self._offsets = array.array("q", [0])
+
+    def append(self, text: str) -> None:
+        data = text.encode("utf-8")
+        self._out.write(data)
+        self._offsets.append(self._offsets[-1] + len(data))
+
+    def __len__(self) -> int:
+        return len(self._offsets) - 1
+
+    def texts(self, order: Sequence[int]) -> Iterator[str]:
+        """The texts in ``order`` (indices in generation order)."""
+        self._out.close()
+        offsets = np.frombuffer(self._offsets, dtype=np.int64)
+        with open(self.path, "rb") as spool:
+            for index in order:
+                start, end = int(offsets[index]), int(offsets[index + 1])
+                spool.seek(start)
+                yield spool.read(end - start).decode("utf-8")
+
+    def close(self) -> None:
+        self._out.close()
+        self.path.unlink(missing_ok=True)
+
+
+def _docid(position: int, count: int) -> str:
+    """The id of the document written at ``position`` of ``count``: D, zero-padded position."""
+    return f"D{position:0{len(str(count))}d}"
 
 
 class _Vocabulary:
@@ -274,10 +329,20 @@ def relevant_count(rng: np.random.Generator, cfg: RelevantConfig) -> int:
 
 
 def generate(cfg: SyntheticConfig, seed: int) -> SyntheticDataset:
+    """The whole dataset in memory."""
+    texts: list[str] = []
+    queries, qrels, truth, order = _generate(cfg, seed, texts)
+    docs = [(_docid(position, len(texts)), texts[index]) for position, index in enumerate(order.tolist())]
+    return SyntheticDataset(docs, queries, qrels, truth)
+
+
+def _generate(cfg: SyntheticConfig, seed: int, texts: _TextSink) -> tuple[
+        dict[str, dict[str, str]], dict[str, dict[str, dict[str, int]]], dict[str, Any], np.ndarray]:
+    """Generate every text into ``texts``; return queries, qrels, truth and the shuffled order
+    (document ``order[p]`` of ``texts`` is written at position ``p``, id ``_docid(p, len(texts))``)."""
     gen = _Generator(cfg, seed)
     rng = gen.rng
     grade_p = np.asarray(cfg.grade_weights, dtype=np.float64) / sum(cfg.grade_weights)
-    texts: list[str] = []
     queries: dict[str, dict[str, str]] = {split: {} for split in SPLITS}
     relevant: dict[str, dict[int, dict[str, int]]] = {}  # qid -> doc index -> info
     hard: dict[str, list[int]] = {}
@@ -321,25 +386,26 @@ def generate(cfg: SyntheticConfig, seed: int) -> SyntheticDataset:
         texts.append(gen.text(tokens))
 
     # Shuffle so that a document's id says nothing about its role.
-    order = rng.permutation(len(texts))
-    width = len(str(len(texts)))
-    docids = [""] * len(texts)
-    for position, index in enumerate(order):
-        docids[index] = f"D{position:0{width}d}"
-    docs = [(docids[index], texts[index]) for index in order]
+    count = len(texts)
+    order = rng.permutation(count)
+    position = np.empty(count, dtype=np.int64)
+    position[order] = np.arange(count)
+
+    def docid_of(index: int) -> str:
+        return _docid(int(position[index]), count)
 
     qrels: dict[str, dict[str, dict[str, int]]] = {split: {} for split in SPLITS}
     truth_relevant: dict[str, Any] = {}
     for split in SPLITS:
         for qid in queries[split]:
-            judged = {docids[i]: info["grade"] for i, info in relevant[qid].items()}
-            truth_relevant[qid] = {docids[i]: info for i, info in relevant[qid].items()}
+            judged = {docid_of(i): info["grade"] for i, info in relevant[qid].items()}
+            truth_relevant[qid] = {docid_of(i): info for i, info in relevant[qid].items()}
             if split == "dev":
                 keep = rng.choice(sorted(judged))
                 judged = {keep: judged[keep]}
             elif split == "test":
-                negatives = [docids[i] for i in hard[qid]]
-                negatives += [docids[i] for i in rng.choice(len(texts), size=cfg.test_judged_negatives, replace=False)]
+                negatives = [docid_of(i) for i in hard[qid]]
+                negatives += [docid_of(i) for i in rng.choice(count, size=cfg.test_judged_negatives, replace=False)]
                 for docid in negatives:
                     judged.setdefault(docid, 0)
             qrels[split][qid] = judged
@@ -349,13 +415,23 @@ def generate(cfg: SyntheticConfig, seed: int) -> SyntheticDataset:
         "concept_forms": [gen.vocab.words[gen.vocab.forms(c)].tolist() for c in range(cfg.concepts)],
         "queries": truth_queries,
         "relevant": truth_relevant,
-        "hard_negatives": {qid: [docids[i] for i in idx] for qid, idx in hard.items()},
+        "hard_negatives": {qid: [docid_of(i) for i in idx] for qid, idx in hard.items()},
     }
-    log.info("synthetic %s: %d documents, %d/%d/%d queries", cfg.flavour, len(docs),
+    log.info("synthetic %s: %d documents, %d/%d/%d queries", cfg.flavour, count,
              *(len(queries[s]) for s in SPLITS))
-    return SyntheticDataset(docs, queries, qrels, truth)
+    return queries, qrels, truth, order
 
 
 def export(name: str, settings: Mapping[str, Any], out: Path, seed: int) -> None:
+    """Write the dataset into directory ``out``, streaming: the same bytes as ``generate(...).write``."""
     cfg = from_dict(SyntheticConfig, settings, f"datasets.{name}.synthetic")
-    generate(cfg, seed).write(out)
+    with atomic_path(out, directory=True) as tmp:
+        spool = _Spool(tmp / ".texts.spool")
+        try:
+            queries, qrels, truth, order = _generate(cfg, seed, spool)
+            count = len(spool)
+            docs = ((_docid(position, count), text) for position, text in enumerate(spool.texts(order)))
+            formats.write_collection(tmp / "collection.tsv", docs)
+        finally:
+            spool.close()
+        _write_judgments(tmp, queries, qrels, truth)
