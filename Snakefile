@@ -18,6 +18,7 @@ include: "workflow/rules/neural.smk"
 include: "workflow/rules/evaluate.smk"
 include: "workflow/rules/report.smk"
 include: "workflow/rules/longdoc.smk"
+include: "workflow/rules/socialformer.smk"
 
 
 # Seconds-long bookkeeping jobs run where Snakemake runs, not as cluster jobs (each Slurm job
@@ -37,6 +38,8 @@ localrules:
     tkl_fig1,
     tkl_fig2,
     tkl_fig3,
+    socialformer_table,
+    socialformer_fig6,
 
 
 rule all:
@@ -51,3 +54,4 @@ rule all:
         rules.choppy_table1.output if truncation_names() else [],
         rules.choppy_figures.output if truncation_names() else [],
         longdoc_outputs(),
+        socialformer_outputs(),

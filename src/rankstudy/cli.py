@@ -209,6 +209,12 @@ def _regions(args: argparse.Namespace) -> None:
                   args.max_doc_length, args.device, args.threads)
 
 
+def _summary(args: argparse.Namespace) -> None:
+    from rankstudy.report.summary import write_summary
+
+    write_summary(args.metrics, args.out)
+
+
 def _longdoc_report(args: argparse.Namespace) -> None:
     from rankstudy.report import longdoc
 
@@ -229,6 +235,33 @@ def _longdoc_report(args: argparse.Namespace) -> None:
         longdoc.max_length_figure(args.metrics, spec["points"], out)
     else:
         longdoc.region_figure(args.regions, out)
+
+
+def _socialformer_report(args: argparse.Namespace) -> None:
+    from rankstudy.report import socialformer
+
+    spec, out = json.loads(args.spec), Path(args.out_prefix)
+    if args.what in ("table1", "table2"):
+        build = socialformer.table1 if args.what == "table1" else socialformer.table2
+        build(args.metrics, spec["rows"], out, spec["caption"], spec["columns"])
+    elif args.what == "fig6":
+        from rankstudy.store import TokenStore
+
+        store = TokenStore(args.collection)
+        lengths = dict(zip(store.ids, store.lengths(store.ids).tolist()))
+        runs = {run["label"]: run for run in spec["runs"]}  # a list: JSON keeps its order
+        socialformer.length_bucket_figure(args.metrics, runs, args.qrels, lengths, out, spec["measure"],
+                                          spec["split"], spec["edges"], spec["rel_threshold"])
+    else:
+        import torch
+
+        torch.set_num_threads(args.threads)
+        graph, document = socialformer.figure_document(args.collection, args.queries, args.qrels, spec)
+        if args.what == "fig4":
+            socialformer.adjacency_figure(document, graph, out, spec["sparsity"])
+        else:
+            socialformer.circle_size_figure(document, graph, out, spec["sparsities"], spec["max_circles"],
+                                            spec["partitions"])
 
 
 def _efficiency(args: argparse.Namespace) -> None:
@@ -258,6 +291,19 @@ def _choppy_report(args: argparse.Namespace) -> None:
         choppy.figure1(studies[0], Path(args.out_prefix))
     else:
         choppy.figure2(studies, args.names, Path(args.out_prefix))
+
+
+def _scoring_arguments(parser: argparse.ArgumentParser, batch_size: int) -> None:
+    """What every command that scores with a trained model needs: the model, its inputs, and how to run it."""
+    parser.add_argument("--model-dir", required=True)
+    parser.add_argument("--embeddings", required=True)
+    parser.add_argument("--queries", required=True, help="token store of the queries")
+    parser.add_argument("--documents", required=True, help="token store of the collection")
+    parser.add_argument("--batch-size", type=int, default=batch_size)
+    parser.add_argument("--max-query-length", type=int, default=30)
+    parser.add_argument("--max-doc-length", type=int, default=200)
+    parser.add_argument("--device", default="auto")
+    parser.add_argument("--threads", type=int, default=1)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -389,19 +435,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(handler=_train)
 
     p = commands.add_parser("rerank", help="score first-stage candidates with a trained model")
-    p.add_argument("--model-dir", required=True)
-    p.add_argument("--embeddings", required=True)
-    p.add_argument("--queries", required=True, help="token store of the queries")
-    p.add_argument("--documents", required=True, help="token store of the collection")
+    _scoring_arguments(p, batch_size=64)
     p.add_argument("--candidates", required=True, help="first-stage run")
     p.add_argument("--out", required=True)
     p.add_argument("--tag", required=True)
     p.add_argument("--depth", type=int, required=True, help="candidates scored per query")
-    p.add_argument("--batch-size", type=int, default=64)
-    p.add_argument("--max-query-length", type=int, default=30)
-    p.add_argument("--max-doc-length", type=int, default=200)
-    p.add_argument("--device", default="auto")
-    p.add_argument("--threads", type=int, default=1)
     p.set_defaults(handler=_rerank)
 
     p = commands.add_parser("tk-table2", help="the TK paper's Table 2 from metric CSVs")
@@ -437,18 +475,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(handler=_tk_view)
 
     p = commands.add_parser("regions", help="TKL's top regions in the top documents of a run (CSV)")
-    p.add_argument("--model-dir", required=True)
-    p.add_argument("--embeddings", required=True)
-    p.add_argument("--queries", required=True, help="token store of the queries")
-    p.add_argument("--documents", required=True, help="token store of the collection")
+    _scoring_arguments(p, batch_size=32)
     p.add_argument("--run", required=True, help="the model's own run (its top documents are analysed)")
     p.add_argument("--out", required=True, help="CSV")
     p.add_argument("--depth", type=int, default=30)
-    p.add_argument("--batch-size", type=int, default=32)
-    p.add_argument("--max-query-length", type=int, default=30)
-    p.add_argument("--max-doc-length", type=int, required=True)
-    p.add_argument("--device", default="auto")
-    p.add_argument("--threads", type=int, default=1)
     p.set_defaults(handler=_regions)
 
     p = commands.add_parser("longdoc-report", help="the TKL paper's tables and figures")
@@ -462,6 +492,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--regions", help="regions CSV (fig3)")
     p.add_argument("--out-prefix", required=True)
     p.set_defaults(handler=_longdoc_report)
+
+    p = commands.add_parser("socialformer-report", help="the Socialformer paper's tables and figures")
+    p.add_argument("what", choices=["table1", "table2", "fig4", "fig5", "fig6"])
+    p.add_argument("--spec", default="{}", help="JSON: rows/columns/caption (tables); runs [{label, dataset, "
+                   "system}]/measure/split/edges/rel_threshold (fig6); model/length/sparsity or sparsities/... (fig4, fig5)")
+    p.add_argument("--metrics", nargs="*", default=[], help="metric CSVs (tables, fig6)")
+    p.add_argument("--qrels", help="qrels: the positive documents (fig6), the figure's document (fig4, fig5)")
+    p.add_argument("--collection", help="WordPiece token store of the collection (fig4-6)")
+    p.add_argument("--queries", help="WordPiece token store of the queries (fig4, fig5)")
+    p.add_argument("--threads", type=int, default=1, help="torch threads (fig4, fig5)")
+    p.add_argument("--out-prefix", required=True)
+    p.set_defaults(handler=_socialformer_report)
 
     p = commands.add_parser("efficiency", help="re-ranking throughput and peak memory of models")
     p.add_argument("--models", required=True, help='JSON {name: {"model": class, ...settings}}')
@@ -489,6 +531,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--caption-note", default="")
     p.add_argument("--out-prefix", required=True)
     p.set_defaults(handler=_choppy_report)
+
+    p = commands.add_parser("summary", help="DVC's metrics.json and test.csv from the metric CSVs")
+    p.add_argument("--metrics", default="results/metrics", help="folder of {dataset}/{system}.{split}.csv")
+    p.add_argument("--out", default="summary", help="output folder")
+    p.set_defaults(handler=_summary)
     return parser
 
 

@@ -17,7 +17,8 @@ from rankstudy import formats
 from rankstudy.atomic import atomic_open
 from rankstudy.config import from_dict
 from rankstudy.errors import StudyError
-from rankstudy.models import build_model
+from rankstudy.models import MODELS, build_model
+from rankstudy.models.socialformer.model import collection_idf
 from rankstudy.rerank import rerank_to_depth, score_candidates
 from rankstudy.store import TokenStore
 from rankstudy.text.embeddings import load_embeddings
@@ -33,15 +34,21 @@ def train_model(model_name: str, model_settings: Mapping[str, Any], train_settin
     """Train one model (seeded before it is built, so its initial weights follow the seed)."""
     torch.set_num_threads(max(1, threads))
     cfg = from_dict(TrainConfig, train_settings, "training")
+    document_store = TokenStore(documents)
+    model_class = MODELS.get(model_name, (None,))[0]
+    # models declaring NEEDS_IDF get ln(N / df) over the training documents (kept in their state_dict)
+    vectors = load_embeddings(embeddings)  # [vocabulary, D]; empty for WordPiece models
+    idf = None
+    if getattr(model_class, "NEEDS_IDF", False):
+        idf = collection_idf(document_store, size=len(vectors) if vectors.size else None)
     torch.manual_seed(seed)
-    model = build_model(model_name, model_settings, load_embeddings(embeddings))
+    model = build_model(model_name, model_settings, vectors, idf=idf)
     out_dir.mkdir(parents=True, exist_ok=True)
     config_path = out_dir / "config.json"
     if not config_path.exists():
         with atomic_open(config_path) as out:
             json.dump({"model_name": model_name, "model_settings": dict(model_settings)}, out, indent=2)
     read = read_groups if cfg.loss == "listwise" else read_triples
-    document_store = TokenStore(documents)
     validate = make_validator(formats.read_run(dev_run), formats.read_qrels(dev_qrels), TokenStore(dev_queries),
                               document_store, cfg)
     return train(model, read(examples), TokenStore(train_queries), document_store, validate, cfg, out_dir, seed)

@@ -191,6 +191,11 @@ def _tk_queries_run():
 TK_QUERIES = _tk_queries_run()
 
 
+def example_kind(variant):
+    """Training examples of a run: groups (1 positive + negatives) for the listwise loss, else triples."""
+    return "groups" if training_settings(variant)["loss"] == "listwise" else "triples"
+
+
 def run_system(variant):
     """The system name of a run's first seed (or its ensemble), as in run and metric file names."""
     suffix = "ens" if "ensemble" in RUNS[variant] else f"s{run_seeds(variant)[0]}"
@@ -302,3 +307,98 @@ def tkl_evidence_spec():
               f"(synthetic truth). {LONGDOC['caption_note']}"
     return as_json({"runs": longdoc_test_runs(), "boundary": LONGDOC["evidence_boundary"], "top": 10,
                     "rel_threshold": rel_threshold(LONGDOC["dataset"]), "caption": caption})
+
+
+# ---- Socialformer paper -----------------------------------------------------------------------
+SOCIAL = config["socialformer"]
+
+
+def socialformer_active():
+    """The study has the Socialformer outputs when their dataset is part of the study."""
+    return "dataset" in SOCIAL and SOCIAL["dataset"] in FIRST_STAGE["datasets"]
+
+
+def socialformer_runs():
+    """Every run the Socialformer outputs name (tables, Fig. 6, the graph figures' model)."""
+    named = [row["run"] for key in ("table1", "table2") for row in SOCIAL[key]] + list(SOCIAL["fig6"]["runs"].values())
+    return named + ([SOCIAL["graph_run"]] if "graph_run" in SOCIAL else [])
+
+
+if socialformer_active():
+    for _variant in socialformer_runs():
+        if _variant not in RUNS or SOCIAL["dataset"] not in run_datasets(_variant):
+            raise ValueError(f"config: socialformer names run {_variant!r}, which is not a neural.runs entry evaluated "
+                             f"on {SOCIAL['dataset']!r}")
+    _measures = [m for measures in SOCIAL["columns"].values() for m in measures] + [SOCIAL["fig6"]["measure"]]
+    for _measure in _measures:
+        if _measure not in config["evaluation"]["measures"]:
+            raise ValueError(f"config: socialformer uses measure {_measure!r}, which is not in evaluation.measures")
+    if "graph_run" in SOCIAL and NEURAL["models"][run_model(SOCIAL["graph_run"])]["model"] != "socialformer":
+        raise ValueError(f"config: socialformer.graph_run {SOCIAL['graph_run']!r} is not a Socialformer run")
+
+
+def socialformer_rows(table):
+    """Table rows: BM25 first in Table 1, then the configured {label, run, length, window} entries."""
+    dataset = SOCIAL["dataset"]
+    bm25 = [{"label": "BM25", "dataset": dataset, "system": "bm25"}] if table == "table1" else []
+    return bm25 + [{"label": row["label"], "dataset": dataset, "system": run_system(row["run"]),
+                    **{key: row[key] for key in ("length", "window") if key in row}} for row in SOCIAL[table]]
+
+
+def socialformer_metrics(table):
+    return sorted({f"results/metrics/{SOCIAL['dataset']}/{row['system']}.{split}.csv"
+                   for row in socialformer_rows(table) for split in SOCIAL["columns"]})
+
+
+SOCIAL_CAPTIONS = {
+    "table1": "Socialformer paper Table 1 on {dataset}: re-ranking the top {depth} BM25 candidates; dev: sparse "
+              "judgments, test: dense; RR@k = MRR@k. document length: the tokens a system reads; window: its "
+              "attention span or passage length. sig: the rows this one is significantly better than (paired "
+              "Wilcoxon, p < 0.05). ",
+    "table2": "Socialformer paper Table 2 on {dataset}: attention patterns left out, and random edges; change %: "
+              "against the full model (row a). sig: the rows this one is significantly better than (paired "
+              "Wilcoxon, p < 0.05). ",
+}
+
+
+def socialformer_table_spec(table):
+    caption = SOCIAL_CAPTIONS[table].format(dataset=SOCIAL["dataset"], depth=NEURAL["rerank"]["depth"])
+    columns = [[split, measure] for split, measures in SOCIAL["columns"].items() for measure in measures]
+    return as_json({"rows": socialformer_rows(table), "columns": columns, "caption": caption + SOCIAL["caption_note"]})
+
+
+def socialformer_stores(variant, split="test"):
+    """WordPiece token stores with which a run's model reads the Socialformer dataset."""
+    emb, dataset = run_embeddings(variant), SOCIAL["dataset"]
+    return {"collection": f"text/{emb}/{dataset}/collection", "queries": f"text/{emb}/{dataset}/queries.{split}"}
+
+
+def socialformer_graph_spec(figure):
+    """Fig. 4 / Fig. 5 settings plus the graph_run's model settings (its graph, encoder)."""
+    model = {key: value for key, value in NEURAL["models"][run_model(SOCIAL["graph_run"])].items() if key != "model"}
+    return as_json({**SOCIAL[figure], "model": model, "rel_threshold": rel_threshold(SOCIAL["dataset"])})
+
+
+def socialformer_fig6_metrics():
+    split = SOCIAL["fig6"]["split"]
+    return sorted({f"results/metrics/{SOCIAL['dataset']}/{run_system(run)}.{split}.csv"
+                   for run in SOCIAL["fig6"]["runs"].values()})
+
+
+def socialformer_fig6_spec():
+    """Fig. 6 settings; runs as a list (as_json sorts mapping keys, the series keep the config's order)."""
+    fig6, dataset = SOCIAL["fig6"], SOCIAL["dataset"]
+    runs = [{"label": label, "dataset": dataset, "system": run_system(run)} for label, run in fig6["runs"].items()]
+    return as_json({"runs": runs, "measure": fig6["measure"], "split": fig6["split"], "edges": fig6["edges"],
+                    "rel_threshold": rel_threshold(dataset)})
+
+
+def socialformer_outputs():
+    if not socialformer_active():
+        return []
+    outputs = [f"results/tables/socialformer_{table}.csv" for table in ("table1", "table2") if SOCIAL[table]]
+    if "graph_run" in SOCIAL:
+        outputs += ["results/figures/socialformer_fig4.png", "results/figures/socialformer_fig5.png"]
+    if SOCIAL["fig6"]["runs"]:
+        outputs.append("results/figures/socialformer_fig6.png")
+    return outputs

@@ -97,29 +97,32 @@ rule examples:
         qrels="data/{dataset}/qrels.train.txt",
         candidates="runs/{dataset}/bm25.train.run",
     output:
-        "train/{dataset}/triples.tsv",
+        "train/{dataset}/{kind}.tsv",
     log:
-        "logs/train/{dataset}/examples.log",
+        "logs/train/{dataset}/examples.{kind}.log",
     conda:
         "../../environment.yml"
     params:
         per_query=NEURAL["examples"]["per_query"],
         depth=NEURAL["examples"]["negatives_depth"],
         threshold=lambda wc: DATASETS[wc.dataset].get("train_min_grade", rel_threshold(wc.dataset)),
+        negatives=NEURAL["examples"]["group_negatives"],
         seed=config["seed"],
+    wildcard_constraints:
+        kind="triples|groups",
     resources:
         mem_mb=2000,
         runtime=30,
     shell:
         "python -m rankstudy examples --qrels {input.qrels} --candidates {input.candidates} --out {output}"
-        " --kind triples --rel-threshold {params.threshold} --negatives-depth {params.depth}"
-        " --per-query {params.per_query} --seed {params.seed} 2> {log}"
+        " --kind {wildcards.kind} --rel-threshold {params.threshold} --negatives-depth {params.depth}"
+        " --per-query {params.per_query} --negatives {params.negatives} --seed {params.seed} 2> {log}"
 
 
 rule train:
     input:
         embeddings=lambda wc: f"text/{run_embeddings(wc.variant)}/embeddings.npy",
-        examples="train/{dataset}/triples.tsv",
+        examples=lambda wc: f"train/{wc.dataset}/{example_kind(wc.variant)}.tsv",
         train_queries=lambda wc: f"text/{run_embeddings(wc.variant)}/{wc.dataset}/queries.train",
         documents=lambda wc: f"text/{run_embeddings(wc.variant)}/{wc.dataset}/collection",
         dev_queries=lambda wc: f"text/{run_embeddings(wc.variant)}/{wc.dataset}/queries.dev",

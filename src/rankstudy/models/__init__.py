@@ -10,9 +10,13 @@ from torch import nn
 from rankstudy.config import from_dict
 from rankstudy.models.bert_cat import BertCat, BertCatConfig
 from rankstudy.models.conv_knrm import ConvKNRM, ConvKNRMConfig
+from rankstudy.models.idcm import IDCM, IDCMConfig
 from rankstudy.models.knrm import KNRM, KNRMConfig
 from rankstudy.models.matchpyramid import MatchPyramid, MatchPyramidConfig
 from rankstudy.models.pacrr import PACRR, CoPACRR, CoPACRRConfig, PACRRConfig
+from rankstudy.models.passage_bert import FirstP, FirstPConfig, MaxP, Parade, PassageConfig
+from rankstudy.models.socialformer.model import Socialformer, SocialformerConfig
+from rankstudy.models.sparse_bert import SparseBert, SparseBertConfig
 from rankstudy.models.tk import TK, TKConfig
 from rankstudy.models.tkl import TKL, TKLConfig
 
@@ -25,13 +29,22 @@ MODELS: dict[str, tuple[type[nn.Module], type]] = {
     "pacrr": (PACRR, PACRRConfig),
     "co_pacrr": (CoPACRR, CoPACRRConfig),
     "bert_cat": (BertCat, BertCatConfig),
+    "firstp": (FirstP, FirstPConfig),
+    "maxp": (MaxP, PassageConfig),
+    "idcm": (IDCM, IDCMConfig),
+    "parade": (Parade, PassageConfig),
+    "sparse_bert": (SparseBert, SparseBertConfig),
+    "socialformer": (Socialformer, SocialformerConfig),
 }
 
 
-def build_model(name: str, settings: Mapping[str, Any], embeddings: np.ndarray) -> nn.Module:
+def build_model(name: str, settings: Mapping[str, Any], embeddings: np.ndarray,
+                idf: np.ndarray | None = None) -> nn.Module:
+    """``idf`` (per token id) goes to models that declare ``NEEDS_IDF``; others ignore it."""
     from rankstudy.config import ConfigError
 
     if name not in MODELS:
         raise ConfigError(f"unknown model {name!r}; expected one of {', '.join(MODELS)}")
     model_class, config_class = MODELS[name]
-    return model_class(from_dict(config_class, settings, f"models.{name}"), embeddings)
+    extra = {"idf": idf} if getattr(model_class, "NEEDS_IDF", False) else {}
+    return model_class(from_dict(config_class, settings, f"models.{name}"), embeddings, **extra)

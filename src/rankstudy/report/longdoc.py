@@ -1,7 +1,8 @@
 """The TKL paper's tables and figures (long-document re-ranking), from metrics, runs and regions.
 
 - ``system_table``: systems x (split, measure) means with the paper's significance letters
-  (TKL Table 1 and the saturation ablation, Table 2; reusable by any "systems" table).
+  (TKL Table 1 and the saturation ablation, Table 2); ``system_frame`` is its table without
+  writing it, for any "systems" table (the Socialformer paper's, ``report/socialformer.py``).
 - ``evidence_table``: where relevant documents land, by where their evidence starts
   (synthetic data only: ``truth.json``), to show what reading past token 200 buys.
 - ``length_figure`` (Fig. 1): P(relevant) and P(ranked in the top 30) by document length.
@@ -33,19 +34,26 @@ MEASURES = ("nDCG@10", "RR@10", "AP@100")
 LENGTH_EDGES = (0, 250, 500, 1000, 2000, 4000)
 
 
+def system_frame(metrics: pd.DataFrame, rows: Sequence[Mapping[str, Any]],
+                 columns: Sequence[tuple[str, str]]) -> pd.DataFrame:
+    """Rows a, b, c, ... (``rows``: dicts with label, dataset, system) by (split, measure)
+    ``columns``: each gets a mean column ``"{split} {measure}"`` and a ``sig`` column, the letters
+    of the rows this one is significantly better than (paired Wilcoxon, p < 0.05, per query)."""
+    table = pd.DataFrame({"": row_letters(len(rows)), "system": [row["label"] for row in rows]})
+    for split, measure in columns:
+        found = [metric_rows(metrics, row["dataset"], row["system"], split) for row in rows]
+        table[f"{split} {measure}"] = [mean_value(part, measure) for part in found]
+        table[f"{split} {measure} sig"] = significance_letters([per_query_values(part, measure) for part in found])
+    return table
+
+
 def system_table(metric_csvs: Sequence[str | os.PathLike], rows: Sequence[Mapping[str, Any]],
                  splits: Sequence[str], out_prefix, caption: str, measures: Sequence[str] = MEASURES,
                  efficiency_csv=None) -> pd.DataFrame:
-    """``rows``: dicts with label, dataset, system (and model, for the docs/ms column). Each
-    (split, measure) gets a mean column and a ``sig`` column: the letters of the rows this one
-    is significantly better than (paired Wilcoxon, p < 0.05, on per-query values)."""
-    metrics = read_metrics(metric_csvs)
-    table = pd.DataFrame({"": row_letters(len(rows)), "system": [row["label"] for row in rows]})
-    for split in splits:
-        for measure in measures:
-            found = [metric_rows(metrics, row["dataset"], row["system"], split) for row in rows]
-            table[f"{split} {measure}"] = [mean_value(part, measure) for part in found]
-            table[f"{split} {measure} sig"] = significance_letters([per_query_values(part, measure) for part in found])
+    """``system_frame`` over every split x measure, written as a table; rows may name a model
+    (the key of its docs/ms column, read from ``efficiency_csv``)."""
+    columns = [(split, measure) for split in splits for measure in measures]
+    table = system_frame(read_metrics(metric_csvs), rows, columns)
     if efficiency_csv:
         speed = docs_per_ms(efficiency_csv)
         table["docs/ms (CPU)"] = [speed.get(row.get("model")) for row in rows]
