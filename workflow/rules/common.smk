@@ -279,6 +279,12 @@ def truncation_qid_args(name):
                     if f"{part}_qids" in spec)
 
 
+def rerank_depths(variants):
+    """'N' or 'N-M': the candidates the runs re-rank (a run's rerank_depth, else neural.rerank.depth)."""
+    depths = sorted({RUNS[variant].get("rerank_depth", NEURAL["rerank"]["depth"]) for variant in variants})
+    return str(depths[0]) if len(depths) == 1 else f"{depths[0]}-{depths[-1]} (per run)"
+
+
 TKL_TABLES = {"table1": ("table1", "Table 1"), "table2": ("saturation", "Table 2 (saturation ablation)")}
 TKL_CAPTION = ("TKL paper {what} on {dataset}: re-ranking the top {depth} BM25 candidates; test: dense judgments, "
                "dev: sparse. sig: the rows this one is significantly better than (paired Wilcoxon, p < 0.05). "
@@ -287,7 +293,8 @@ TKL_CAPTION = ("TKL paper {what} on {dataset}: re-ranking the top {depth} BM25 c
 
 def tkl_table_spec(table):
     key, what = TKL_TABLES[table]
-    caption = TKL_CAPTION.format(what=what, dataset=LONGDOC["dataset"], depth=NEURAL["rerank"]["depth"])
+    caption = TKL_CAPTION.format(what=what, dataset=LONGDOC["dataset"],
+                                 depth=rerank_depths(row["run"] for row in LONGDOC[key]))
     return as_json({"rows": longdoc_rows(key), "splits": ["test", "dev"], "caption": caption + LONGDOC["caption_note"]})
 
 
@@ -362,7 +369,8 @@ SOCIAL_CAPTIONS = {
 
 
 def socialformer_table_spec(table):
-    caption = SOCIAL_CAPTIONS[table].format(dataset=SOCIAL["dataset"], depth=NEURAL["rerank"]["depth"])
+    caption = SOCIAL_CAPTIONS[table].format(dataset=SOCIAL["dataset"],
+                                            depth=rerank_depths(row["run"] for row in SOCIAL[table]))
     columns = [[split, measure] for split, measures in SOCIAL["columns"].items() for measure in measures]
     return as_json({"rows": socialformer_rows(table), "columns": columns, "caption": caption + SOCIAL["caption_note"]})
 
