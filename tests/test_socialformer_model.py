@@ -16,12 +16,11 @@ from rankstudy.models.socialformer.model import (
     DocumentPlan,
     Socialformer,
     SocialformerConfig,
-    collection_idf,
     dynamic_centrality_batch,
     pair_seed,
 )
 from rankstudy.nn.pretrained import pair_inputs
-from rankstudy.store import TokenStore, build_store_with
+from rankstudy.store import TokenStore, build_store_with, collection_idf
 from rankstudy.train.losses import listwise_softmax_ce
 
 # small graphs and blocks so that a 60-token document has several circles and passages; all six

@@ -18,8 +18,8 @@ from rankstudy.atomic import atomic_open
 from rankstudy.config import from_dict
 from rankstudy.errors import StudyError
 from rankstudy.models import MODELS, build_model
-from rankstudy.models.socialformer.model import collection_idf
-from rankstudy.rerank import rerank_to_depth, score_candidates
+from rankstudy.store import collection_idf
+from rankstudy.rerank import pair_batches, rerank_to_depth, score_candidates
 from rankstudy.store import TokenStore
 from rankstudy.text.embeddings import load_embeddings
 from rankstudy.train.examples import read_groups, read_triples
@@ -98,11 +98,9 @@ def write_regions(model_dir: Path, embeddings: Path, queries: Path, documents: P
              for rank, (docid, _) in enumerate(ranking[:depth], 1)]
     rows = []
     with torch.inference_mode():
-        for start in range(0, len(pairs), batch_size):
-            chunk = pairs[start:start + batch_size]
-            query = torch.as_tensor(query_store.batch([q for q, _, _ in chunk], max_query_length), device=resolved)
-            docs = torch.as_tensor(document_store.batch([d for _, d, _ in chunk], max_doc_length), device=resolved)
-            _, positions = model.score_with_regions(query.long(), docs.long())
+        for chunk, query, docs in pair_batches(pairs, query_store, document_store, batch_size, max_query_length,
+                                               max_doc_length, resolved):
+            _, positions = model.score_with_regions(query, docs)
             for (qid, docid, rank), spans in zip(chunk, positions.cpu().tolist()):
                 rows += [(qid, docid, rank, region, s, e) for region, (s, e) in enumerate(spans, 1)]
     with atomic_open(out) as handle:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from typing import Iterable, Mapping, Sequence
+from typing import Iterable, Iterator, Mapping, Sequence
 
 import pandas as pd
 import torch
@@ -21,6 +21,18 @@ def _ranked(ranking: Iterable[tuple[str, float]]) -> list[tuple[str, float]]:
     return sorted(ranking, key=lambda item: -item[1])
 
 
+def pair_batches(pairs: Sequence[tuple], query_store, doc_store, batch_size: int, max_query_length: int,
+                 max_doc_length: int, device: str | torch.device) -> Iterator[tuple[Sequence[tuple], torch.Tensor, torch.Tensor]]:
+    """(pairs, query ids [B, Lq], document ids [B, Ld]) in batches of ``batch_size`` (query id, doc id, ...) pairs."""
+    for start in range(0, len(pairs), batch_size):
+        chunk = pairs[start:start + batch_size]
+        query = torch.as_tensor(query_store.batch([pair[0] for pair in chunk], max_query_length), dtype=torch.long,
+                                device=device)
+        docs = torch.as_tensor(doc_store.batch([pair[1] for pair in chunk], max_doc_length), dtype=torch.long,
+                               device=device)
+        yield chunk, query, docs
+
+
 def score_candidates(model: torch.nn.Module, run: Mapping[str, Sequence[tuple[str, float]]], query_store,
                      doc_store, depth: int, batch_size: int, max_query_length: int, max_doc_length: int,
                      device: str | torch.device, progress: bool = True) -> Run:
@@ -36,12 +48,8 @@ def score_candidates(model: torch.nn.Module, run: Mapping[str, Sequence[tuple[st
     scores: list[float] = []
     with torch.inference_mode(), tqdm(total=len(pairs), desc="rerank", unit="pair", disable=not progress,
                                       dynamic_ncols=True) as bar:
-        for start in range(0, len(pairs), batch_size):
-            chunk = pairs[start:start + batch_size]
-            query = torch.as_tensor(query_store.batch([q for q, _ in chunk], max_query_length), dtype=torch.long,
-                                    device=device)
-            docs = torch.as_tensor(doc_store.batch([d for _, d in chunk], max_doc_length), dtype=torch.long,
-                                   device=device)
+        for chunk, query, docs in pair_batches(pairs, query_store, doc_store, batch_size, max_query_length,
+                                               max_doc_length, device):
             scores.extend(model(query, docs).float().cpu().tolist())
             bar.update(len(chunk))
     result: Run = {qid: [] for qid in run}

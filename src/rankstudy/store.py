@@ -188,3 +188,31 @@ class TokenStore:
         for row, tokens in zip(out, rows):
             row[:len(tokens)] = tokens
         return out
+
+
+def collection_idf(store, size: int | None = None, chunk_tokens: int = 1 << 22) -> np.ndarray:
+    """float32 [size]: ln(N / df) of every token id over the N texts of a token store (``store.py``).
+
+    df counts the texts holding the id; an id in no text counts df = 1 (as ``Vocabulary.idf``);
+    id 0 (padding) gets 0. ``size`` defaults to the largest id + 1. Vectorised over chunks of
+    about ``chunk_tokens`` tokens (whole texts): each distinct (text, id) pair counts once.
+    """
+    tokens, offsets = store.token_array, np.asarray(store.offsets)
+    count = len(offsets) - 1
+    largest = int(tokens.max()) if len(tokens) else 0
+    size = largest + 1 if size is None else size
+    if largest >= size:
+        raise ValueError(f"{store.path}: token id {largest} does not fit an idf of size {size}")
+    df = np.zeros(size, dtype=np.int64)
+    first = 0
+    while first < count:
+        last = int(np.searchsorted(offsets, offsets[first] + chunk_tokens, side="right")) - 1
+        last = min(count, max(last, first + 1))
+        chunk = np.asarray(tokens[offsets[first]:offsets[last]], dtype=np.int64)
+        text = np.repeat(np.arange(last - first, dtype=np.int64), np.diff(offsets[first:last + 1]))
+        pairs = np.unique(text * size + chunk)
+        df += np.bincount(pairs % size, minlength=size)
+        first = last
+    idf = np.log(max(count, 1) / np.maximum(df, 1)).astype(np.float32)
+    idf[0] = 0.0  # padding
+    return idf

@@ -38,7 +38,8 @@ import torch
 from torch import nn
 
 from rankstudy.config import ConfigError
-from rankstudy.nn.pretrained import load_encoder, load_tokenizer, pair_inputs, special_ids
+from rankstudy.nn.pretrained import (drop_pooler, load_encoder, load_tokenizer, pair_inputs, score_head,
+                                     special_ids, uses_token_types)
 
 
 @dataclass
@@ -63,18 +64,14 @@ class BertCat(nn.Module):
         self.config = config
         self.cls_id, self.sep_id = special_ids(load_tokenizer(config.encoder), config.encoder)
         self.encoder = load_encoder(config.encoder)
-        if getattr(self.encoder, "pooler", None) is not None:
-            self.encoder.pooler = None
-        encoder_config = self.encoder.config
-        positions = getattr(encoder_config, "max_position_embeddings", None)
+        drop_pooler(self.encoder)
+        positions = getattr(self.encoder.config, "max_position_embeddings", None)
         if positions is not None and config.max_length > positions:
             raise ConfigError(f"models.bert_cat.max_length {config.max_length} exceeds encoder {config.encoder!r}'s "
                               f"{positions} positions")
-        self.use_token_types = getattr(encoder_config, "type_vocab_size", 0) >= 2
+        self.use_token_types = uses_token_types(self.encoder)
         self.dropout = nn.Dropout(config.dropout)
-        self.score = nn.Linear(encoder_config.hidden_size, 1)
-        nn.init.normal_(self.score.weight, std=getattr(encoder_config, "initializer_range", 0.02))
-        nn.init.zeros_(self.score.bias)
+        self.score = score_head(self.encoder)
 
     def inputs(self, query: torch.Tensor, document: torch.Tensor) -> dict[str, torch.Tensor]:
         """The encoder's keyword inputs for a padded batch (``nn.pretrained.pair_inputs``)."""

@@ -55,7 +55,8 @@ import torch
 from torch import nn
 
 from rankstudy.config import ConfigError
-from rankstudy.nn.pretrained import PAD_ID, load_encoder, load_tokenizer, pair_inputs, special_ids
+from rankstudy.nn.pretrained import (PAD_ID, drop_pooler, load_encoder, load_tokenizer, pair_inputs, score_head,
+                                     special_ids, uses_token_types)
 
 
 @dataclass
@@ -141,18 +142,14 @@ class PassageRanker(nn.Module):
         self.cls_id, self.sep_id = special_ids(load_tokenizer(config.encoder), config.encoder)
         self.encoder = load_encoder(config.encoder, layers=config.encoder_layers,
                                     **attention_dropout_override(config.attention_dropout))
-        if getattr(self.encoder, "pooler", None) is not None:
-            self.encoder.pooler = None
-        encoder_config = self.encoder.config
-        self.max_length = encoder_config.max_position_embeddings
+        drop_pooler(self.encoder)
+        self.max_length = self.encoder.config.max_position_embeddings
         if config.passage_length + 4 > self.max_length:
             raise ConfigError(f"models.{self.NAME}.passage_length {config.passage_length} leaves no room for a query "
                               f"in encoder {config.encoder!r}'s {self.max_length} positions")
-        self.use_token_types = getattr(encoder_config, "type_vocab_size", 0) >= 2
+        self.use_token_types = uses_token_types(self.encoder)
         self.dropout = nn.Dropout(config.dropout)
-        self.score = nn.Linear(encoder_config.hidden_size, 1)
-        nn.init.normal_(self.score.weight, std=getattr(encoder_config, "initializer_range", 0.02))
-        nn.init.zeros_(self.score.bias)
+        self.score = score_head(self.encoder)
 
     def passages(self, document: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """``split_passages`` with this model's settings."""

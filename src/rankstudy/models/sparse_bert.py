@@ -82,7 +82,8 @@ from torch.nn import functional as F
 
 from rankstudy.config import ConfigError
 from rankstudy.models.passage_bert import attention_dropout_override
-from rankstudy.nn.pretrained import load_encoder, load_tokenizer, pair_inputs, special_ids
+from rankstudy.nn.pretrained import (drop_pooler, load_encoder, load_tokenizer, pair_inputs, score_head,
+                                     special_ids, uses_token_types)
 
 PATTERNS = ("longformer", "bigbird", "qds")
 
@@ -183,15 +184,11 @@ class SparseBert(nn.Module):
         if self.encoder.config._attn_implementation != "sdpa":
             raise ConfigError(f"models.sparse_bert: encoder {config.encoder!r} does not support SDPA attention, "
                               "which the boolean sparse-attention mask needs")
-        if getattr(self.encoder, "pooler", None) is not None:
-            self.encoder.pooler = None
+        drop_pooler(self.encoder)
         extend_positions(self.encoder, config.max_length)
-        encoder_config = self.encoder.config
-        self.use_token_types = getattr(encoder_config, "type_vocab_size", 0) >= 2
+        self.use_token_types = uses_token_types(self.encoder)
         self.dropout = nn.Dropout(config.dropout)
-        self.score = nn.Linear(encoder_config.hidden_size, 1)
-        nn.init.normal_(self.score.weight, std=getattr(encoder_config, "initializer_range", 0.02))
-        nn.init.zeros_(self.score.bias)
+        self.score = score_head(self.encoder)
         generator = torch.Generator().manual_seed(config.seed)
         self.register_buffer("eval_uniforms", torch.rand(1, config.max_length, config.random_keys, generator=generator),
                              persistent=False)

@@ -23,6 +23,7 @@ import os
 from pathlib import Path
 
 import torch
+from torch import nn
 
 from rankstudy.errors import StudyError
 
@@ -86,6 +87,26 @@ def load_encoder(name: str | os.PathLike, layers: int | None = None, **kwargs):
         encoder.encoder.layer = encoder.encoder.layer[:layers]
         encoder.config.num_hidden_layers = layers
     return encoder
+
+
+def drop_pooler(encoder) -> None:
+    """Remove BERT's pooler (dense + tanh, trained for next-sentence prediction) from a re-ranker
+    that scores the last layer's [CLS] vector, so no unused parameters reach the optimiser."""
+    if getattr(encoder, "pooler", None) is not None:
+        encoder.pooler = None
+
+
+def uses_token_types(encoder) -> bool:
+    """Whether the encoder has segment embeddings for [CLS] q [SEP] (type 0) and d [SEP] (type 1)."""
+    return getattr(encoder.config, "type_vocab_size", 0) >= 2
+
+
+def score_head(encoder) -> nn.Linear:
+    """Linear(hidden → 1) initialised as BERT's classification heads: N(0, initializer_range), bias 0."""
+    head = nn.Linear(encoder.config.hidden_size, 1)
+    nn.init.normal_(head.weight, std=getattr(encoder.config, "initializer_range", 0.02))
+    nn.init.zeros_(head.bias)
+    return head
 
 
 def load_tokenizer(name: str | os.PathLike):

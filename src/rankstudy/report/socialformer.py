@@ -225,7 +225,8 @@ def figure_document(collection_path, queries_path, qrels_path, spec: Mapping[str
     max_length), length, rel_threshold, optional qid and docid (both: that pair instead of
     ``choose_document``), dynamic_centrality (default true; false: no encoder, the pattern is
     left out)."""
-    from rankstudy.models.socialformer.model import SocialformerConfig, collection_idf
+    from rankstudy.models.socialformer.model import SocialformerConfig
+    from rankstudy.store import collection_idf
 
     model = from_dict(SocialformerConfig, spec.get("model", {}), "socialformer model")
     collection, queries = TokenStore(collection_path), TokenStore(queries_path)

@@ -62,7 +62,7 @@ Deliberate choices and departures (the released code, github.com/smallporridge/S
 * Aggregation: the encoder's pooler (dense + tanh) on each block's final [CLS] state, then max
   pooling over the blocks, dropout and a Linear(hidden → 1) with Xavier-normal weights, as
   released. An encoder without a pooler uses the [CLS] state directly.
-* IDF of static centrality (2): ``collection_idf`` computes ln(N / df) over the training
+* IDF of static centrality (2): ``store.collection_idf`` computes ln(N / df) over the training
   documents' token store; ``experiment.train_model`` passes it (``NEEDS_IDF``) and it is kept in
   the buffer ``idf`` (saved with the model, so re-ranking uses the training IDF). Without it
   (unit tests, a model built by hand) every idf is 1 and static centrality weighs tokens by tf
@@ -95,7 +95,7 @@ from torch.nn.utils.rnn import pad_sequence
 from rankstudy.config import ConfigError
 from rankstudy.models.socialformer import patterns
 from rankstudy.models.socialformer.graph import SocialGraphConfig, build_social_graph, make_generator
-from rankstudy.nn.pretrained import PAD_ID, load_encoder, load_tokenizer, pair_inputs, special_ids
+from rankstudy.nn.pretrained import PAD_ID, load_encoder, load_tokenizer, pair_inputs, special_ids, uses_token_types
 
 log = logging.getLogger(__name__)
 
@@ -166,34 +166,6 @@ def _one_thread():
         yield
     finally:
         torch.set_num_threads(threads)
-
-
-def collection_idf(store, size: int | None = None, chunk_tokens: int = 1 << 22) -> np.ndarray:
-    """float32 [size]: ln(N / df) of every token id over the N texts of a token store (``store.py``).
-
-    df counts the texts holding the id; an id in no text counts df = 1 (as ``Vocabulary.idf``);
-    id 0 (padding) gets 0. ``size`` defaults to the largest id + 1. Vectorised over chunks of
-    about ``chunk_tokens`` tokens (whole texts): each distinct (text, id) pair counts once.
-    """
-    tokens, offsets = store.token_array, np.asarray(store.offsets)
-    count = len(offsets) - 1
-    largest = int(tokens.max()) if len(tokens) else 0
-    size = largest + 1 if size is None else size
-    if largest >= size:
-        raise ValueError(f"{store.path}: token id {largest} does not fit an idf of size {size}")
-    df = np.zeros(size, dtype=np.int64)
-    first = 0
-    while first < count:
-        last = int(np.searchsorted(offsets, offsets[first] + chunk_tokens, side="right")) - 1
-        last = min(count, max(last, first + 1))
-        chunk = np.asarray(tokens[offsets[first]:offsets[last]], dtype=np.int64)
-        text = np.repeat(np.arange(last - first, dtype=np.int64), np.diff(offsets[first:last + 1]))
-        pairs = np.unique(text * size + chunk)
-        df += np.bincount(pairs % size, minlength=size)
-        first = last
-    idf = np.log(max(count, 1) / np.maximum(df, 1)).astype(np.float32)
-    idf[PAD_ID] = 0.0
-    return idf
 
 
 def pair_seed(seed: int, step: int | None, query_ids: Tensor, doc_ids: Tensor) -> int:
@@ -286,7 +258,7 @@ class Socialformer(nn.Module):
         if hidden % config.inter_heads:
             raise ConfigError(f"models.socialformer.inter_heads {config.inter_heads} does not divide the encoder's "
                               f"hidden size {hidden}")
-        self.use_token_types = getattr(encoder_config, "type_vocab_size", 0) >= 2
+        self.use_token_types = uses_token_types(self.encoder)
         self.inter = nn.TransformerEncoderLayer(hidden, config.inter_heads, config.inter_feedforward,
                                                 config.dropout, batch_first=True)
         self.merge = nn.Linear(2 * hidden, hidden)
