@@ -21,7 +21,7 @@ import pytest
 
 from test_workflow import BIN, ENV, job_counts, workflow_copy
 
-PAPER_CONFIGS = ("tk", "tkl", "choppy")
+PAPER_CONFIGS = ("tk", "tkl", "socialformer", "choppy")
 # The project's budget for a dry run is 10 s; the bound here is generous so that a busy shared
 # machine does not fail the test (measured: 3-6 s each on 2 busy cores). The time is printed.
 DRY_RUN_BOUND_S = 30.0
@@ -135,7 +135,8 @@ def test_the_dry_run_works_offline_within_the_budget(dry_runs, offline_workflow,
 def test_nothing_of_the_default_study_leaks_in(dry_runs, name):
     plan = dry_runs(name)
     assert "synthetic" not in plan.output
-    datasets = {"tk": {"msmarco-passage", "msmarco-document"}, "tkl": {"msmarco-document"}, "choppy": {"robust04"}}[name]
+    datasets = {"tk": {"msmarco-passage", "msmarco-document"}, "tkl": {"msmarco-document"},
+                "socialformer": {"msmarco-document"}, "choppy": {"robust04"}}[name]
     assert {job.rule for job in plan.jobs if job.rule.startswith("dataset_")} == \
         {f"dataset_{dataset.replace('-', '_')}" for dataset in datasets}
     for job in plan.jobs:
@@ -199,6 +200,32 @@ def test_tkl_lists_table1_at_2000_and_4000_tokens_and_the_ablations(dry_runs):
     training = tkl.json_arg("--train-config")
     assert (training["batch_size"], training["max_steps"], training["validation_queries"]) == (32, 100_000, 2000)
     assert {job.resources.get("gpu") for job in plan.of("train") + plan.of("tkl_regions")} == {"1"}
+
+
+def test_socialformer_lists_table1_the_ablations_and_the_figures(dry_runs):
+    plan = dry_runs("socialformer")
+    counts = job_counts(plan.output)
+    # Socialformer node and edge, 7 baselines, 4 patterns left out, random edges
+    assert counts["train"] == 14 and counts["examples"] == 1
+    assert counts["socialformer_table"] == 2
+    assert counts["socialformer_fig4"] == counts["socialformer_fig5"] == counts["socialformer_fig6"] == 1
+    assert not {"tk_table2", "tkl_table", "truncation"} & set(counts)
+    assert "train/msmarco-document/groups.tsv" in plan.outputs
+    assert "--kind groups" in plan.of("examples")[0].shell and "--negatives 7" in plan.of("examples")[0].shell
+    node = plan.one("train", "/sf-node/")
+    settings = node.json_arg("--model-config")
+    assert settings["encoder"] == "data/pretrained/bert-base-uncased"
+    assert (settings["graph"]["max_nodes"], settings["graph"]["max_circles"]) == (128, 16)
+    training = node.json_arg("--train-config")
+    assert (training["loss"], training["optimizer"], training["max_doc_length"]) == ("listwise", "adamw", 2048)
+    assert training["learning_rates"] == {"encoder": 1.0e-5, "default": 1.0e-5}
+    edge = plan.one("train", "/sf-edge/").json_arg("--model-config")
+    assert edge["graph"]["partition"] == "edge"
+    random = plan.one("train", "/sf-random/").json_arg("--model-config")
+    assert random["graph"]["weights"] == {"random": 1.0}
+    for variant, model in (("sf-firstp", "firstp"), ("sf-parade", "parade"), ("sf-longformer", "longformer")):
+        assert f"runs/msmarco-document/{model}.{variant}.s42.test.run" in plan.outputs
+    assert {job.resources.get("gpu") for job in plan.of("train") + plan.of("rerank")} == {"1"}
 
 
 def test_choppy_lists_the_robust04_truncation_job(dry_runs):
