@@ -152,7 +152,9 @@ def max_length_figure(metric_csvs: Sequence[str | os.PathLike], points: Sequence
     for model, part in table.groupby("model", sort=False):
         axis.plot(part["max length"], part[measure], marker="o", label=model)
     axis.set_xscale("log")
-    axis.set_xticks(sorted(table["max length"].unique()), [str(v) for v in sorted(table["max length"].unique())])
+    lengths = sorted(table["max length"].unique())
+    axis.set_xticks(lengths, [str(v) for v in lengths])
+    axis.set_xticks([], minor=True)  # the log axis' own minor labels (3×10², …) would overlap the lengths
     axis.set_xlabel("maximum document length (tokens)")
     axis.set_ylabel(f"{measure} ({split})")
     axis.legend()
