@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from contextlib import contextmanager
+
 import numpy as np
 import pandas as pd
+import torch
 
 
 def metric_csv(path, system, split, values, measures=("AP", "nDCG@10", "RR@10", "P@10"), dataset="d"):
@@ -15,3 +18,31 @@ def metric_csv(path, system, split, values, measures=("AP", "nDCG@10", "RR@10", 
         rows.append((dataset, system, split, measure, "all", float(np.mean(list(values.values())))))
     pd.DataFrame(rows, columns=["dataset", "system", "split", "measure", "qid", "value"]).to_csv(path, index=False)
     return path
+
+
+@contextmanager
+def single_thread():
+    """torch on one intra-op thread: tiny models only pay for a second thread's synchronisation
+    (and stay polite on a shared machine)."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(threads)
+
+
+def loss_before_and_after(model, optimizer, loss, steps=5):
+    """(loss in eval mode, loss in eval mode after ``steps`` training steps on it)."""
+    model.eval()
+    with torch.no_grad():
+        before = loss().item()
+    model.train()
+    for _ in range(steps):
+        optimizer.zero_grad()
+        loss().backward()
+        optimizer.step()
+    model.eval()
+    with torch.no_grad():
+        after = loss().item()
+    return before, after

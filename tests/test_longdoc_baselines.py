@@ -9,6 +9,7 @@ import pytest
 import torch
 from torch.nn import functional as F
 
+from helpers import single_thread
 from rankstudy.models.matchpyramid import MatchPyramid, MatchPyramidConfig
 from rankstudy.models.pacrr import PACRR, CoPACRR, CoPACRRConfig, PACRRConfig
 from rankstudy.train.losses import pairwise_margin_loss
@@ -31,11 +32,8 @@ SMALL = {
 
 @pytest.fixture(autouse=True, scope="module")
 def one_thread():
-    """Tiny models: a second thread only adds synchronisation (20x slower on a loaded machine)."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+    with single_thread():
+        yield
 
 
 def with_oov_vector(embeddings, like):

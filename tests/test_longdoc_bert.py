@@ -10,6 +10,7 @@ import pytest
 import torch
 from torch.nn import functional as F
 
+from helpers import single_thread
 from rankstudy.config import ConfigError, from_dict
 from rankstudy.models import MODELS, build_model
 from rankstudy.models.bert_cat import BertCat, BertCatConfig
@@ -33,10 +34,8 @@ SETTINGS = {
 
 @pytest.fixture(autouse=True, scope="module")
 def one_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+    with single_thread():
+        yield
 
 
 @pytest.fixture(scope="module")

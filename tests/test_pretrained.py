@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 import torch
 
+from helpers import loss_before_and_after
 from rankstudy.config import ConfigError, from_dict
 from rankstudy.errors import StudyError
 from rankstudy.models.bert_cat import BertCat, BertCatConfig
@@ -138,17 +139,7 @@ def test_bert_cat_training_reduces_pairwise_loss(model, tokenizer):
     torch.manual_seed(0)
     model.encoder.embeddings.word_embeddings.weight.requires_grad_(False)  # half the parameters: a faster test
     optimizer = torch.optim.Adam(optimizer_groups(model, {"encoder": 3e-5, "default": 1e-3}))
-    model.eval()
-    with torch.no_grad():
-        before = loss().item()
-    model.train()
-    for _ in range(5):
-        optimizer.zero_grad()
-        loss().backward()
-        optimizer.step()
-    model.eval()
-    with torch.no_grad():
-        after = loss().item()
+    before, after = loss_before_and_after(model, optimizer, loss)
     assert after < before - 0.2, (before, after)
 
 

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 import torch
 
+from helpers import loss_before_and_after, single_thread
 from rankstudy.config import ConfigError, from_dict
 from rankstudy.models import build_model
 from rankstudy.models.socialformer import SocialGraphConfig
@@ -57,10 +58,8 @@ def graph_settings(model: Socialformer, **changes):
 
 @pytest.fixture(scope="module", autouse=True)
 def one_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+    with single_thread():
+        yield
 
 
 @pytest.fixture(scope="module")
@@ -408,16 +407,7 @@ def test_a_few_steps_reduce_the_listwise_loss():
     def loss():
         return listwise_softmax_ce(model(query, document).view(2, 4))
 
-    with torch.no_grad():
-        before = loss().item()
-    model.train()
-    for _ in range(5):
-        optimizer.zero_grad()
-        loss().backward()
-        optimizer.step()
-    model.eval()
-    with torch.no_grad():
-        after = loss().item()
+    before, after = loss_before_and_after(model, optimizer, loss)
     assert after < before - 0.2, (before, after)
 
 

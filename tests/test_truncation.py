@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 import torch
 
+from helpers import single_thread
 from rankstudy.config import from_dict
 from rankstudy.errors import StudyError
 from rankstudy.truncation.baselines import evaluate_cuts, fixed_k, greedy_k, oracle
@@ -143,11 +144,8 @@ def test_bicut_config_from_dict():
 
 @pytest.fixture
 def one_thread():
-    """Tiny LSTMs run fastest (and stay polite on a shared machine) with one intra-op thread."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+    with single_thread():
+        yield
 
 
 def test_bicut_learns_the_toy_cut_and_is_deterministic(toy, one_thread):
