@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import socket
 from types import SimpleNamespace
 
@@ -12,6 +13,7 @@ import torch
 from helpers import loss_before_and_after
 from rankstudy.config import ConfigError, from_dict
 from rankstudy.errors import StudyError
+from rankstudy.experiment import export_encoder
 from rankstudy.models.bert_cat import BertCat, BertCatConfig
 from rankstudy.nn.pretrained import encoder_path, load_encoder, load_tokenizer, pair_inputs, special_ids
 from rankstudy.store import TokenStore, build_store
@@ -169,3 +171,49 @@ def test_encoder_keeps_its_first_layers():
     assert torch.allclose(two(ids).last_hidden_state, expected, atol=1e-5)
     with pytest.raises(StudyError, match="has 6 layers; cannot keep 7"):
         load_encoder("minilm", layers=7)
+
+
+def _trained_model_dir(tmp_path, model_name, settings, model):
+    """A model directory as `rankstudy train` leaves it: config.json and model.pt."""
+    out = tmp_path / "model"
+    out.mkdir()
+    (out / "config.json").write_text(json.dumps({"model_name": model_name, "model_settings": settings}))
+    torch.save(model.state_dict(), out / "model.pt")
+    return out
+
+
+def test_exported_encoder_warm_starts_another_model(tmp_path, tokenizer):
+    settings = {"encoder": "minilm", "encoder_layers": 2, "attention_dropout": 0.0}
+    torch.manual_seed(0)
+    trained = BertCat(from_dict(BertCatConfig, settings, "models.bert_cat"), None)
+    with torch.no_grad():  # stands in for fine-tuning: the exported weights must be these, not MiniLM's
+        for parameter in trained.encoder.parameters():
+            parameter.add_(0.01 * torch.randn_like(parameter))
+    empty = tmp_path / "empty.npy"
+    np.save(empty, np.zeros((0, 0), dtype=np.float32))
+    export_encoder(_trained_model_dir(tmp_path, "bert_cat", settings, trained), empty, tmp_path / "encoder")
+
+    exported = load_encoder(tmp_path / "encoder")
+    assert exported.config.num_hidden_layers == 2 and exported.config.attention_probs_dropout_prob == 0.0
+    for name, tensor in trained.encoder.state_dict().items():
+        assert torch.equal(exported.state_dict()[name], tensor), name
+    # the scoring model dropped BERT's pooler; the export puts the pre-trained one back
+    assert torch.equal(exported.pooler.dense.weight, load_encoder("minilm").pooler.dense.weight)
+    assert load_tokenizer(tmp_path / "encoder")("punoda gilini")["input_ids"] == tokenizer("punoda gilini")["input_ids"]
+
+    warm = BertCat(BertCatConfig(encoder=str(tmp_path / "encoder")), None).eval()
+    trained.eval()
+    query, document = wp(tokenizer, ["kapimu barona"]), wp(tokenizer, ["vofuza kapimu nufofo barona"])
+    hidden = trained.encoder(**trained.inputs(query, document)).last_hidden_state
+    assert torch.allclose(warm.encoder(**warm.inputs(query, document)).last_hidden_state, hidden, atol=1e-6)
+
+
+def test_export_needs_an_encoder_model(tmp_path):
+    from rankstudy.models.knrm import KNRM, KNRMConfig
+
+    vectors = np.random.default_rng(0).normal(size=(10, 4)).astype(np.float32)
+    np.save(tmp_path / "vectors.npy", vectors)
+    model_dir = _trained_model_dir(tmp_path, "knrm", {}, KNRM(KNRMConfig(), vectors))
+    with pytest.raises(StudyError, match="has no pre-trained encoder to export"):
+        export_encoder(model_dir, tmp_path / "vectors.npy", tmp_path / "encoder")
+    assert not (tmp_path / "encoder").exists()

@@ -61,25 +61,27 @@ def test_dry_run_lists_the_study_jobs(tmp_path):
         # first stage: 2 datasets x 2 systems (bm25, ql) x 3 splits
         "dataset_synthetic_passage": 1, "dataset_synthetic_doc": 1, "index": 2, "first_stage": 12,
         "first_stage_table": 1,
-        # text: word2vec, fastText (passages only) and MiniLM WordPiece stores (documents only)
-        "vocabulary": 2, "embeddings": 3, "store_collection": 4, "store_queries": 12,
+        # text: word2vec, fastText (passages only) and MiniLM WordPiece stores (both datasets: the
+        # Socialformer runs' warm-start cross-encoder trains on the passages)
+        "vocabulary": 2, "embeddings": 3, "store_collection": 5, "store_queries": 15,
         # triples for both datasets, listwise groups for the Socialformer runs
         "examples": 3,
         # TK paper: p1 x 3 seeds, p2, d1, d3, knrm, conv_knrm (d2 reuses p1's models on documents);
         # TKL paper: 5 baselines + BERT[CLS], TKL 2k/4k/500, 2 saturation variants, TK 500, CONV-KNRM 1k;
-        # Socialformer paper: node, edge, 7 baselines, 5 ablations
-        "train": 8 + 13 + 14,
+        # Socialformer paper: the passage cross-encoder (exported as the others' encoder), node, edge,
+        # 7 baselines, 5 ablations
+        "train": 8 + 13 + 15, "export_encoder": 1,
         # TK runs: (p1 x 3, p2, d1, d2 x 3, d3, knrm, conv_knrm) x dev/test; TKL runs: 13 x dev/test;
-        # Socialformer runs: 14 x dev/test; full task likewise
-        "rerank": 22 + 26 + 28, "tune_depth": 11 + 13 + 14, "full_task": 22 + 26 + 28, "ensemble": 2,
-        "evaluate": 12 + 46 + 52 + 56, "tk_table2": 1, "tk_table3_4": 1, "tk_view": 1, "efficiency": 1,
+        # Socialformer runs: 15 x dev/test; full task likewise
+        "rerank": 22 + 26 + 30, "tune_depth": 11 + 13 + 15, "full_task": 22 + 26 + 30, "ensemble": 2,
+        "evaluate": 12 + 46 + 52 + 60, "tk_table2": 1, "tk_table3_4": 1, "tk_view": 1, "efficiency": 1,
         # TKL paper: Tables 1-2, the evidence table, Figs. 1-3 (Fig. 3 from TKL's regions)
         "tkl_table": 2, "tkl_evidence": 1, "tkl_fig1": 1, "tkl_fig2": 1, "tkl_regions": 1, "tkl_fig3": 1,
         # Socialformer paper: Tables 1-2, Figs. 4-6
         "socialformer_table": 2, "socialformer_fig4": 1, "socialformer_fig5": 1, "socialformer_fig6": 1,
         # Choppy paper: BM25 and TK-ensemble lists
         "truncation": 2, "choppy_table1": 1, "choppy_figures": 1,
-        "all": 1, "total": 455,
+        "all": 1, "total": 470,
     }
 
 

@@ -168,6 +168,12 @@ def _train(args: argparse.Namespace) -> None:
                 Path(args.dev_run), Path(args.dev_qrels), Path(args.out), args.seed, args.threads)
 
 
+def _export_encoder(args: argparse.Namespace) -> None:
+    from rankstudy.experiment import export_encoder
+
+    export_encoder(Path(args.model_dir), Path(args.embeddings), Path(args.out))
+
+
 def _rerank(args: argparse.Namespace) -> None:
     from rankstudy.experiment import rerank_run
 
@@ -433,6 +439,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, required=True)
     p.add_argument("--threads", type=int, default=1)
     p.set_defaults(handler=_train)
+
+    p = commands.add_parser("export-encoder", help="write a trained model's fine-tuned encoder as a Hugging Face "
+                                                   "directory (to warm-start other encoder models)")
+    p.add_argument("--model-dir", required=True, help="trained model directory (config.json, model.pt)")
+    p.add_argument("--embeddings", required=True)
+    p.add_argument("--out", required=True, help="encoder directory to write")
+    p.set_defaults(handler=_export_encoder)
 
     p = commands.add_parser("rerank", help="score first-stage candidates with a trained model")
     _scoring_arguments(p, batch_size=64)

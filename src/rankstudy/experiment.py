@@ -64,6 +64,23 @@ def load_trained(model_dir: Path, embeddings: Path, device: torch.device) -> tor
     return model.to(device).eval()
 
 
+def export_encoder(model_dir: Path, embeddings: Path, out: Path) -> None:
+    """Write a trained model's fine-tuned encoder as a Hugging Face directory (``nn.pretrained.save_encoder``).
+
+    Used to warm-start other encoder models (a run's ``encoder_from``) from a cross-encoder
+    fine-tuned on passages, as PARADE and IDCM start from a BERT fine-tuned on MS MARCO passages.
+    """
+    from rankstudy.nn.pretrained import save_encoder
+
+    model = load_trained(model_dir, embeddings, torch.device("cpu"))
+    settings = json.loads((model_dir / "config.json").read_text())["model_settings"]
+    encoder = getattr(model, "encoder", None)
+    if "encoder" not in settings or not hasattr(encoder, "save_pretrained"):
+        raise StudyError(f"{model_dir}: model {type(model).__name__} has no pre-trained encoder to export")
+    save_encoder(encoder, settings["encoder"], out)
+    log.info("wrote the fine-tuned encoder of %s to %s", model_dir, out)
+
+
 def _scoring_model(model_dir: Path, embeddings: Path, device: str, threads: int):
     """A trained model in eval mode on the resolved device, torch using ``threads`` threads."""
     torch.set_num_threads(max(1, threads))

@@ -99,6 +99,24 @@ def training_settings(variant):
     return {**NEURAL["training"], **spec.get("training", {}), "device": NEURAL["device"]}
 
 
+def encoder_dir(variant, seed):
+    """The exported fine-tuned encoder a run starts from (its ``encoder_from`` run's), else None."""
+    source = RUNS[base_run(variant)].get("encoder_from")
+    return f"models/encoders/{base_run(source)}.s{seed}" if source else None
+
+
+def encoder_input(variant, seed):
+    return [path for path in [encoder_dir(variant, seed)] if path]
+
+
+def model_settings(model, variant, seed):
+    """The model's settings for a run: neural.models[model] without its name, ``encoder`` warm-started."""
+    settings = {key: value for key, value in NEURAL["models"][model].items() if key != "model"}
+    if encoder_dir(variant, seed):
+        settings["encoder"] = encoder_dir(variant, seed)
+    return settings
+
+
 def tuning_depths(variant):
     """[start, stop, step] of the depths tuned on dev, up to the depth the run re-ranks."""
     start, stop, step = NEURAL["rerank"]["depths"]
@@ -141,10 +159,12 @@ def neural_metrics():
 for _variant, _spec in RUNS.items():
     _problems = [f"{key} {_spec[key]!r} is not defined" for key, known in
                  (("model", NEURAL["models"]), ("embeddings", EMBEDDINGS), ("train", DATASETS),
-                  ("reuse", RUNS), ("ensemble", RUNS)) if key in _spec and _spec[key] not in known]
+                  ("reuse", RUNS), ("ensemble", RUNS), ("encoder_from", RUNS)) if key in _spec and _spec[key] not in known]
     _problems += [f"evaluate dataset {name!r} is not defined" for name in _spec.get("evaluate", []) if name not in DATASETS]
     if not ({"model", "embeddings", "train"} <= set(_spec) or "reuse" in _spec or "ensemble" in _spec):
         _problems.append("needs model, embeddings and train (or reuse / ensemble)")
+    if _spec.get("encoder_from") in RUNS and not is_wordpiece(run_embeddings(_spec["encoder_from"])):
+        _problems.append(f"encoder_from {_spec['encoder_from']!r} is not a run of an encoder (wordpiece) model")
     if _problems:
         raise ValueError(f"config: neural.runs.{_variant}: " + "; ".join(_problems))
 

@@ -128,6 +128,7 @@ rule train:
         dev_queries=lambda wc: f"text/{run_embeddings(wc.variant)}/{wc.dataset}/queries.dev",
         dev_run="runs/{dataset}/bm25.dev.run",
         dev_qrels="data/{dataset}/qrels.dev.txt",
+        encoder=lambda wc: encoder_input(wc.variant, wc.seed),
     output:
         model="models/{dataset}/{model}/{variant}/seed{seed}/model.pt",
         log_csv="models/{dataset}/{model}/{variant}/seed{seed}/log.csv",
@@ -140,7 +141,7 @@ rule train:
     threads: NEURAL["threads"]
     params:
         name=lambda wc: NEURAL["models"][wc.model]["model"],
-        model=lambda wc: as_json({k: v for k, v in NEURAL["models"][wc.model].items() if k != "model"}),
+        model=lambda wc: as_json(model_settings(wc.model, wc.variant, wc.seed)),
         training=lambda wc: as_json(training_settings(wc.variant)),
         out=lambda wildcards, output: os.path.dirname(output.model),
     resources:
@@ -155,6 +156,25 @@ rule train:
         " --threads {threads} 2> {log}"
 
 
+rule export_encoder:
+    input:
+        model=lambda wc: f"{model_dir(wc.run, wc.seed)}/model.pt",
+        embeddings=lambda wc: f"text/{run_embeddings(wc.run)}/embeddings.npy",
+    output:
+        directory("models/encoders/{run}.s{seed}"),
+    log:
+        "logs/train/export_encoder.{run}.s{seed}.log",
+    conda:
+        "../../environment.yml"
+    wildcard_constraints:
+        seed=r"\d+",
+    params:
+        model_dir=lambda wildcards, input: os.path.dirname(input.model),
+    shell:
+        "python -m rankstudy export-encoder --model-dir {params.model_dir} --embeddings {input.embeddings}"
+        " --out {output} 2> {log}"
+
+
 rule rerank:
     input:
         model=lambda wc: f"{model_dir(wc.variant, wc.seed)}/model.pt",
@@ -162,6 +182,7 @@ rule rerank:
         queries=lambda wc: f"text/{run_embeddings(wc.variant)}/{wc.dataset}/queries.{wc.split}",
         documents=lambda wc: f"text/{run_embeddings(wc.variant)}/{wc.dataset}/collection",
         candidates="runs/{dataset}/bm25.{split}.run",
+        encoder=lambda wc: encoder_input(wc.variant, wc.seed),
     output:
         "runs/{dataset}/{model}.{variant}.s{seed}.{split}.run",
     log:

@@ -38,19 +38,27 @@ import torch
 from torch import nn
 
 from rankstudy.config import ConfigError
-from rankstudy.nn.pretrained import (drop_pooler, load_encoder, load_tokenizer, pair_inputs, score_head,
-                                     special_ids, uses_token_types)
+from rankstudy.nn.pretrained import (attention_dropout_override, drop_pooler, load_encoder, load_tokenizer,
+                                     pair_inputs, score_head, special_ids, uses_token_types)
 
 
 @dataclass
 class BertCatConfig:
     encoder: str = "minilm"  # "minilm" or a local Hugging Face model directory (e.g. bert-base-uncased)
+    encoder_layers: int | None = None  # keep the encoder's first N layers (None = all)
     dropout: float = 0.1  # on h_[CLS] before the scoring layer
+    # dropout on the encoder's attention probabilities (None: the encoder's own, 0.1 for BERT);
+    # 0 keeps CPU training on PyTorch's fused attention kernel
+    attention_dropout: float | None = None
     max_length: int = 512  # [CLS] q [SEP] d [SEP] at most this long (≤ the encoder's positions)
 
     def __post_init__(self) -> None:
-        if not 0.0 <= self.dropout < 1.0:
-            raise ValueError(f"dropout must be in [0, 1), got {self.dropout}")
+        for name in ("dropout", "attention_dropout"):
+            value = getattr(self, name)
+            if value is not None and not 0.0 <= value < 1.0:
+                raise ValueError(f"{name} must be in [0, 1), got {value}")
+        if self.encoder_layers is not None and self.encoder_layers < 1:
+            raise ValueError(f"encoder_layers must be >= 1 or null, got {self.encoder_layers}")
         if self.max_length < 3:
             raise ValueError(f"max_length must be >= 3, got {self.max_length}")
 
@@ -63,7 +71,8 @@ class BertCat(nn.Module):
         super().__init__()
         self.config = config
         self.cls_id, self.sep_id = special_ids(load_tokenizer(config.encoder), config.encoder)
-        self.encoder = load_encoder(config.encoder)
+        self.encoder = load_encoder(config.encoder, layers=config.encoder_layers,
+                                    **attention_dropout_override(config.attention_dropout))
         drop_pooler(self.encoder)
         positions = getattr(self.encoder.config, "max_position_embeddings", None)
         if positions is not None and config.max_length > positions:

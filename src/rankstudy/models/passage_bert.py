@@ -55,8 +55,8 @@ import torch
 from torch import nn
 
 from rankstudy.config import ConfigError
-from rankstudy.nn.pretrained import (PAD_ID, drop_pooler, load_encoder, load_tokenizer, pair_inputs, score_head,
-                                     special_ids, uses_token_types)
+from rankstudy.nn.pretrained import (PAD_ID, attention_dropout_override, drop_pooler, load_encoder, load_tokenizer,
+                                     pair_inputs, score_head, special_ids, uses_token_types)
 
 
 @dataclass
@@ -91,11 +91,6 @@ class PassageConfig(FirstPConfig):
             raise ValueError(f"passage_stride must be >= 1, got {self.passage_stride}")
         if self.max_passages < 1:
             raise ValueError(f"max_passages must be >= 1, got {self.max_passages}")
-
-
-def attention_dropout_override(value: float | None) -> dict:
-    """``from_pretrained`` keyword that sets a BERT-style encoder's attention dropout (none for None)."""
-    return {} if value is None else {"attention_probs_dropout_prob": value}
 
 
 def compact(ids: torch.Tensor) -> torch.Tensor:

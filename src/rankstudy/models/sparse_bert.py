@@ -81,8 +81,7 @@ from torch import nn
 from torch.nn import functional as F
 
 from rankstudy.config import ConfigError
-from rankstudy.models.passage_bert import attention_dropout_override
-from rankstudy.nn.pretrained import (drop_pooler, load_encoder, load_tokenizer, pair_inputs, score_head,
+from rankstudy.nn.pretrained import (attention_dropout_override, drop_pooler, load_encoder, load_tokenizer, pair_inputs, score_head,
                                      special_ids, uses_token_types)
 
 PATTERNS = ("longformer", "bigbird", "qds")

@@ -20,11 +20,13 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import shutil
 from pathlib import Path
 
 import torch
 from torch import nn
 
+from rankstudy.atomic import atomic_path
 from rankstudy.errors import StudyError
 
 MINILM = "minilm"
@@ -87,6 +89,11 @@ def load_encoder(name: str | os.PathLike, layers: int | None = None, **kwargs):
         encoder.encoder.layer = encoder.encoder.layer[:layers]
         encoder.config.num_hidden_layers = layers
     return encoder
+
+
+def attention_dropout_override(value: float | None) -> dict:
+    """``from_pretrained`` keyword that sets a BERT-style encoder's attention dropout (none for None)."""
+    return {} if value is None else {"attention_probs_dropout_prob": value}
 
 
 def drop_pooler(encoder) -> None:
@@ -170,3 +177,21 @@ def pair_inputs(query: torch.Tensor, document: torch.Tensor, cls_id: int, sep_id
     attention_mask = (positions < total.unsqueeze(1)).long()
     token_type_ids = (positions >= (2 + q_len).unsqueeze(1)).long() * attention_mask
     return ids, token_type_ids, attention_mask
+
+
+def save_encoder(encoder, source: str | os.PathLike, out: str | os.PathLike) -> None:
+    """Write a (fine-tuned) encoder as a local Hugging Face model directory ``out``, atomically.
+
+    ``source`` names the pre-trained encoder it was loaded from (``"minilm"`` or a directory): its
+    tokenizer files are copied, and its pooler is put back when the fine-tuned encoder has none
+    (re-rankers that score h_[CLS] drop it, ``drop_pooler``), so the directory loads as a complete
+    encoder — ``encoder: <out>`` in any encoder model's config.
+    """
+    source_path = encoder_path(source)
+    if hasattr(encoder, "pooler") and encoder.pooler is None:
+        encoder.pooler = load_encoder(source).pooler
+    with atomic_path(out, directory=True) as tmp:
+        encoder.save_pretrained(str(tmp))
+        for name in TOKENIZER_FILES + ("tokenizer_config.json", "special_tokens_map.json"):
+            if (source_path / name).is_file():
+                shutil.copy2(source_path / name, tmp / name)
