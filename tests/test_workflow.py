@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -106,6 +107,9 @@ def test_a_local_collection_config(tmp_path):
     ("evalution:\n  measures: [AP]\n", r"'evalution' was unexpected"),
     ("first_stage:\n  datasets: [nowhere]\n", r"first_stage.datasets names 'nowhere'"),
     ("datasets:\n  x:\n    source: local\n", r"'local' is a required property"),
+    ("neural:\n  runs:\n    sf-node: {encoder_from: p1}\n",
+     r"neural.runs.sf-node: encoder_from 'p1' is not a run of an encoder \(wordpiece\) model"),
+    ("neural:\n  runs:\n    sf-node: {encoder_from: nowhere}\n", r"neural.runs.sf-node: encoder_from 'nowhere' is not defined"),
 ])
 def test_a_bad_config_fails_with_a_clear_message(tmp_path, config, message):
     work = workflow_copy(tmp_path)
@@ -139,6 +143,12 @@ def test_the_tiny_study_runs_end_to_end(tiny_study):
     assert "token 200 or later" in (results / "tables" / "tkl_evidence.md").read_text()
     for figure in ("tkl_fig1", "tkl_fig2", "tkl_fig3"):
         assert (results / "figures" / f"{figure}.png").stat().st_size > 0, figure
+    # the Socialformer-paper runs start from the passage cross-encoder's exported encoder
+    encoder = "models/encoders/ce-passage.s7"
+    assert (work / encoder / "config.json").is_file() and (work / encoder / "vocab.txt").is_file()
+    settings = json.loads((work / "models/synthetic-doc/socialformer/sf-node/seed7/config.json").read_text())
+    assert settings["model_settings"]["encoder"] == encoder
+    assert "| Socialformer (node) " in (results / "tables" / "socialformer_table1.md").read_text()
     for rule in ("index", "first_stage", "evaluate", "report", "train", "rerank"):
         assert any((work / "logs" / rule).rglob("*.log")), rule
     assert list((work / "benchmarks" / "anserini").glob("index.*.json"))

@@ -1,0 +1,115 @@
+"""Benchmark: how long the default study takes, from the Snakemake ``benchmark:`` file of every job.
+
+Every rule writes ``benchmarks/.../*.tsv`` (wall seconds ``s``, ``cpu_time``). This script sums
+them per paper and stage, so the study's time budget is measured job by job rather than guessed:
+
+    python bench/study_time.py [--config config/config.yaml] [--benchmarks benchmarks]
+                               [--out bench/results/study_time.md]
+
+A job belongs to the paper whose config section names its run (``socialformer:`` tables and
+figures, with their ``encoder_from`` warm starts; ``longdoc:``; ``truncation`` jobs are Choppy's);
+other neural runs are the TK paper's; data, index, first stage and text are "shared".
+The sum of wall times is the elapsed time of a one-job-at-a-time run; ``snakemake --cores 2`` runs
+single-threaded jobs side by side, so a fresh run takes somewhat less. Only jobs that have run
+are counted: the script states how many files it read and which runs had none.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+from collections import defaultdict
+from pathlib import Path
+
+import yaml
+
+SHARED_STAGES = {"data", "index", "first_stage", "text", "anserini"}
+
+
+def run_papers(config: dict) -> dict[str, str]:
+    """Run name -> paper, from the config's paper sections (other runs: TK)."""
+    neural = config.get("neural", {})
+    runs = neural.get("runs", {})
+    tk_runs = set(neural.get("table2_runs", runs))
+    papers = {name: "TK" for name in runs}
+    longdoc = config.get("longdoc", {})
+    rows = [row["run"] for key in ("table1", "saturation", "lengths") for row in longdoc.get(key, [])]
+    rows += list(longdoc.get("compare", {}).values()) + [longdoc.get("regions")]
+    papers.update({run: "TKL" for run in rows if run and run not in tk_runs})
+    social = config.get("socialformer", {})
+    for row in social.get("table1", []) + social.get("table2", []):
+        papers[row["run"]] = "Socialformer"
+        source = runs.get(row["run"], {}).get("encoder_from")
+        if source:
+            papers[source] = "Socialformer"
+    return papers
+
+
+def job_paper(path: Path, papers: dict[str, str]) -> tuple[str, str] | None:
+    """(paper, stage) of one benchmark file, e.g. rerank/synthetic-doc/tkl.tkl-2k.s42.dev.tsv; None for
+    a run the config no longer has."""
+    stage = path.parts[0]
+    if stage in SHARED_STAGES:
+        return "shared", stage
+    if stage == "truncation" or path.name.startswith("choppy"):
+        return "Choppy", stage
+    if stage == "report":
+        for prefix, paper in (("tkl", "TKL"), ("longdoc", "TKL"), ("socialformer", "Socialformer"), ("first_stage", "shared")):
+            if path.name.startswith(prefix):
+                return paper, stage
+        return "TK", stage
+    parts = path.name.split(".")
+    if len(parts) >= 4 and parts[1] not in papers:
+        return None  # a run no longer in the config
+    return papers.get(parts[1] if len(parts) >= 4 else "", "shared"), stage
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--config", default="config/config.yaml")
+    parser.add_argument("--benchmarks", default="benchmarks")
+    parser.add_argument("--out", default="bench/results/study_time.md")
+    args = parser.parse_args()
+    papers = run_papers(yaml.safe_load(Path(args.config).read_text()))
+    root = Path(args.benchmarks)
+    wall, cpu, jobs = defaultdict(float), defaultdict(float), defaultdict(int)
+    seen_runs, stale = set(), []
+    for path in sorted(root.rglob("*.tsv")):
+        relative = path.relative_to(root)
+        with path.open() as handle:
+            rows = list(csv.DictReader(handle, delimiter="\t"))
+        if not rows:
+            continue
+        key = job_paper(relative, papers)
+        if key is None:
+            stale.append(str(relative))
+            continue
+        wall[key] += float(rows[-1]["s"])
+        cpu[key] += float(rows[-1].get("cpu_time") or 0.0)
+        jobs[key] += 1
+        parts = relative.name.split(".")
+        if len(parts) >= 4:
+            seen_runs.add(parts[1])
+    order = ["shared", "TK", "TKL", "Socialformer", "Choppy"]
+    lines = ["# Time of the default study, from its Snakemake benchmark files", "",
+             f"{sum(jobs.values())} benchmark files under `{root}/` (config `{args.config}`). Minutes: the sum",
+             "of the jobs' wall times, and of their CPU times (user + system).", "",
+             "| paper | stage | jobs | wall min | CPU min |", "|---|---|---:|---:|---:|"]
+    for paper in order:
+        keys = sorted(key for key in jobs if key[0] == paper)
+        for key in keys:
+            lines.append(f"| {paper} | {key[1]} | {jobs[key]} | {wall[key] / 60:.1f} | {cpu[key] / 60:.1f} |")
+        if keys:
+            lines.append(f"| **{paper}** | all | {sum(jobs[k] for k in keys)} | **{sum(wall[k] for k in keys) / 60:.1f}** "
+                         f"| {sum(cpu[k] for k in keys) / 60:.1f} |")
+    lines.append(f"| **study** | all | {sum(jobs.values())} | **{sum(wall.values()) / 60:.1f}** "
+                 f"| {sum(cpu.values()) / 60:.1f} |")
+    missing = sorted(name for name in papers if name not in seen_runs)
+    lines += ["", "Runs without any benchmark file (not run yet): " + (", ".join(missing) or "none") + ".",
+              f"Left out: {len(stale)} files of runs the config no longer has" + (f" ({', '.join(stale)})." if stale else ".")]
+    Path(args.out).write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))
+
+
+if __name__ == "__main__":
+    main()
