@@ -38,8 +38,8 @@ import torch
 from torch import nn
 
 from rankstudy.config import ConfigError
-from rankstudy.nn.pretrained import (attention_dropout_override, drop_pooler, load_encoder, load_tokenizer,
-                                     pair_inputs, score_head, special_ids, uses_token_types)
+from rankstudy.nn.pretrained import (attention_dropout_override, check_encoder_options, drop_pooler, load_encoder,
+                                     load_tokenizer, pair_inputs, score_head, special_ids, uses_token_types)
 
 
 @dataclass
@@ -53,12 +53,7 @@ class BertCatConfig:
     max_length: int = 512  # [CLS] q [SEP] d [SEP] at most this long (≤ the encoder's positions)
 
     def __post_init__(self) -> None:
-        for name in ("dropout", "attention_dropout"):
-            value = getattr(self, name)
-            if value is not None and not 0.0 <= value < 1.0:
-                raise ValueError(f"{name} must be in [0, 1), got {value}")
-        if self.encoder_layers is not None and self.encoder_layers < 1:
-            raise ValueError(f"encoder_layers must be >= 1 or null, got {self.encoder_layers}")
+        check_encoder_options(self)
         if self.max_length < 3:
             raise ValueError(f"max_length must be >= 3, got {self.max_length}")
 

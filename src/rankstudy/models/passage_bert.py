@@ -55,8 +55,9 @@ import torch
 from torch import nn
 
 from rankstudy.config import ConfigError
-from rankstudy.nn.pretrained import (PAD_ID, attention_dropout_override, drop_pooler, load_encoder, load_tokenizer,
-                                     pair_inputs, score_head, special_ids, uses_token_types)
+from rankstudy.nn.pretrained import (PAD_ID, attention_dropout_override, check_encoder_options, drop_pooler,
+                                     load_encoder, load_tokenizer, pair_inputs, score_head, special_ids,
+                                     uses_token_types)
 
 
 @dataclass
@@ -70,14 +71,9 @@ class FirstPConfig:
     passage_length: int = 225  # document tokens per passage (PARADE: 225)
 
     def __post_init__(self) -> None:
-        for name in ("dropout", "attention_dropout"):
-            value = getattr(self, name)
-            if value is not None and not 0.0 <= value < 1.0:
-                raise ValueError(f"{name} must be in [0, 1), got {value}")
+        check_encoder_options(self)
         if self.passage_length < 1:
             raise ValueError(f"passage_length must be >= 1, got {self.passage_length}")
-        if self.encoder_layers is not None and self.encoder_layers < 1:
-            raise ValueError(f"encoder_layers must be >= 1 or null, got {self.encoder_layers}")
 
 
 @dataclass

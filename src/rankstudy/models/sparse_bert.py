@@ -81,8 +81,8 @@ from torch import nn
 from torch.nn import functional as F
 
 from rankstudy.config import ConfigError
-from rankstudy.nn.pretrained import (attention_dropout_override, drop_pooler, load_encoder, load_tokenizer, pair_inputs, score_head,
-                                     special_ids, uses_token_types)
+from rankstudy.nn.pretrained import (attention_dropout_override, check_encoder_options, drop_pooler, load_encoder,
+                                     load_tokenizer, pair_inputs, score_head, special_ids, uses_token_types)
 
 PATTERNS = ("longformer", "bigbird", "qds")
 
@@ -106,12 +106,7 @@ class SparseBertConfig:
     def __post_init__(self) -> None:
         if self.pattern not in PATTERNS:
             raise ValueError(f"pattern must be one of {', '.join(PATTERNS)}, got {self.pattern!r}")
-        for name in ("dropout", "attention_dropout"):
-            value = getattr(self, name)
-            if value is not None and not 0.0 <= value < 1.0:
-                raise ValueError(f"{name} must be in [0, 1), got {value}")
-        if self.encoder_layers is not None and self.encoder_layers < 1:
-            raise ValueError(f"encoder_layers must be >= 1 or null, got {self.encoder_layers}")
+        check_encoder_options(self)
         if self.max_length < 4:
             raise ValueError(f"max_length must be >= 4, got {self.max_length}")
         for name in ("window", "random_keys", "qds_global_blocks"):

@@ -91,6 +91,17 @@ def load_encoder(name: str | os.PathLike, layers: int | None = None, **kwargs):
     return encoder
 
 
+def check_encoder_options(config) -> None:
+    """Validate the options every encoder model's config shares: ``dropout``, ``attention_dropout``
+    (each None or in [0, 1)) and ``encoder_layers`` (None or >= 1); raises ValueError."""
+    for name in ("dropout", "attention_dropout"):
+        value = getattr(config, name)
+        if value is not None and not 0.0 <= value < 1.0:
+            raise ValueError(f"{name} must be in [0, 1), got {value}")
+    if config.encoder_layers is not None and config.encoder_layers < 1:
+        raise ValueError(f"encoder_layers must be >= 1 or null, got {config.encoder_layers}")
+
+
 def attention_dropout_override(value: float | None) -> dict:
     """``from_pretrained`` keyword that sets a BERT-style encoder's attention dropout (none for None)."""
     return {} if value is None else {"attention_probs_dropout_prob": value}
