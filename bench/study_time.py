@@ -23,7 +23,7 @@ from pathlib import Path
 
 import yaml
 
-SHARED_STAGES = {"data", "index", "first_stage", "text", "anserini"}
+SHARED_STAGES = {"data", "index", "first_stage", "text"}
 
 
 def run_papers(config: dict) -> dict[str, str]:
