@@ -453,7 +453,7 @@ def test_train_and_rerank_through_the_experiment_steps(tmp_path):
         {qid: sorted(docs) for qid in run}
     # the model directory belongs to these settings: retraining it with others is refused, not
     # resumed under the old recorded settings (load_trained builds from config.json)
-    with pytest.raises(StudyError, match="another model config"):
+    with pytest.raises(StudyError, match="different config.*model_settings differ"):
         train_model("socialformer", {**settings, "aggregation": "mean"}, training, tmp_path / "embeddings.npy",
                     tmp_path / "groups.tsv", tmp_path / "query_store", tmp_path / "doc_store", tmp_path / "query_store",
                     tmp_path / "bm25.run", tmp_path / "qrels.txt", out, seed=1)

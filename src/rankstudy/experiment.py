@@ -43,27 +43,12 @@ def train_model(model_name: str, model_settings: Mapping[str, Any], train_settin
         idf = collection_idf(document_store, size=len(vectors) if vectors.size else None)
     torch.manual_seed(seed)
     model = build_model(model_name, model_settings, vectors, idf=idf)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    _record_model_config(out_dir, {"model_name": model_name, "model_settings": dict(model_settings)})
     read = read_groups if cfg.loss == "listwise" else read_triples
     validate = make_validator(formats.read_run(dev_run), formats.read_qrels(dev_qrels), TokenStore(dev_queries),
                               document_store, cfg)
-    return train(model, read(examples), TokenStore(train_queries), document_store, validate, cfg, out_dir, seed)
-
-
-def _record_model_config(out_dir: Path, model_config: dict) -> None:
-    """Write the model's name and settings into ``config.json`` (``load_trained`` builds from them).
-
-    A checkpoint of another model config is refused: resuming it would train (and later score)
-    a model whose weights and recorded settings disagree.
-    """
-    config_path = out_dir / "config.json"
-    saved = json.loads(config_path.read_text()) if config_path.exists() else {}
-    if (out_dir / "checkpoint.pt").exists() and {key: saved.get(key) for key in model_config} != model_config:
-        raise StudyError(f"{out_dir}: checkpoint.pt was written for another model config ({config_path}); "
-                         f"delete the directory to start over")
-    with atomic_open(config_path) as out:
-        json.dump({**saved, **model_config}, out, indent=2)
+    # load_trained builds the model from the recorded name and settings: a checkpoint of others is refused
+    return train(model, read(examples), TokenStore(train_queries), document_store, validate, cfg, out_dir, seed,
+                 recorded={"model_name": model_name, "model_settings": dict(model_settings)})
 
 
 def load_trained(model_dir: Path, embeddings: Path, device: torch.device) -> torch.nn.Module:

@@ -106,14 +106,14 @@ def encoder_dir(variant, seed):
 
 
 def encoder_input(variant, seed):
-    return [path for path in [encoder_dir(variant, seed)] if path]
+    path = encoder_dir(variant, seed)
+    return [path] if path else []
 
 
 def model_settings(model, variant, seed):
     """The model's settings for a run: neural.models[model] without its name, ``encoder`` warm-started."""
     settings = {key: value for key, value in NEURAL["models"][model].items() if key != "model"}
-    if encoder_dir(variant, seed):
-        settings["encoder"] = encoder_dir(variant, seed)
+    settings.update({"encoder": path for path in encoder_input(variant, seed)})
     return settings
 
 

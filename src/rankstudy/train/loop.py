@@ -236,8 +236,11 @@ def _check_examples(examples: Sequence[tuple], listwise: bool) -> None:
 
 def train(model: torch.nn.Module, examples: Sequence[tuple], query_store, doc_store,
           validate: Callable[[torch.nn.Module], float], cfg: TrainConfig, out_dir, seed: int,
-          kill_after_step: int | None = None) -> dict:
+          kill_after_step: int | None = None, recorded: dict | None = None) -> dict:
     """Train ``model`` on triples (pairwise) or groups (listwise); resume from ``out_dir/checkpoint.pt``.
+
+    ``recorded``: the caller's settings (e.g. the model's name and settings) written into
+    ``config.json`` beside the loop's own, and checked like them before a checkpoint is resumed.
 
     Validates every ``cfg.validate_every`` steps and at the last step, keeps the best
     state_dict in ``model.pt`` and stops after ``cfg.patience`` validations without
@@ -254,7 +257,7 @@ def train(model: torch.nn.Module, examples: Sequence[tuple], query_store, doc_st
     np.random.seed(seed)
     model.to(device)
     optimizer = OPTIMIZERS[cfg.optimizer](optimizer_groups(model, cfg.learning_rates), weight_decay=cfg.weight_decay)
-    config = _run_config(model, examples, cfg, seed)
+    config = {**_run_config(model, examples, cfg, seed), **(recorded or {})}
     state = {"step": 0, "best_metric": None, "best_step": None, "bad": 0, "rows": [], "done": False,
              "stopped_early": False}
     checkpoint_path, config_path = out_dir / "checkpoint.pt", out_dir / "config.json"
@@ -291,9 +294,10 @@ def _check_resume(config_path: Path, config: dict) -> None:
         return
     saved = json.loads(config_path.read_text())
     comparable = lambda c: {**c, "train": {k: v for k, v in c.get("train", {}).items() if k != "device"}}  # noqa: E731
-    if any(comparable(saved).get(key) != value for key, value in comparable(config).items()):
+    differ = [key for key, value in comparable(config).items() if comparable(saved).get(key) != value]
+    if differ:
         raise StudyError(f"{config_path.parent}: checkpoint.pt was written with a different config/seed/examples "
-                         f"({config_path}); delete the directory to start over")
+                         f"({', '.join(differ)} differ; {config_path}); delete the directory to start over")
 
 
 def _loop(model, optimizer, examples, listwise, query_store, doc_store, validate, cfg, device, out_dir, seed,
