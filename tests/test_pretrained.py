@@ -15,7 +15,8 @@ from rankstudy.config import ConfigError, from_dict
 from rankstudy.errors import StudyError
 from rankstudy.experiment import export_encoder
 from rankstudy.models.bert_cat import BertCat, BertCatConfig
-from rankstudy.nn.pretrained import encoder_path, load_encoder, load_tokenizer, pair_inputs, special_ids
+from rankstudy.models.passage_bert import MaxP, PassageConfig
+from rankstudy.nn.pretrained import encoder_path, load_encoder, load_tokenizer, pair_inputs, save_encoder, special_ids
 from rankstudy.store import TokenStore, build_store
 from rankstudy.text.tokenize import tokenize
 from rankstudy.text.vocab import build_vocabulary
@@ -201,11 +202,24 @@ def test_exported_encoder_warm_starts_another_model(tmp_path, tokenizer):
     assert torch.equal(exported.pooler.dense.weight, load_encoder("minilm").pooler.dense.weight)
     assert load_tokenizer(tmp_path / "encoder")("punoda gilini")["input_ids"] == tokenizer("punoda gilini")["input_ids"]
 
+    torch.manual_seed(1)  # another seed: the head must come from the export, not from the same draw
     warm = BertCat(BertCatConfig(encoder=str(tmp_path / "encoder")), None).eval()
     trained.eval()
     query, document = wp(tokenizer, ["kapimu barona"]), wp(tokenizer, ["vofuza kapimu nufofo barona"])
     hidden = trained.encoder(**trained.inputs(query, document)).last_hidden_state
     assert torch.allclose(warm.encoder(**warm.inputs(query, document)).last_hidden_state, hidden, atol=1e-6)
+    # the fine-tuned head goes along: the warm-started model scores exactly as the trained one
+    assert torch.equal(warm.score.weight, trained.score.weight) and torch.equal(warm.score.bias, trained.score.bias)
+    assert torch.allclose(warm(query, document), trained(query, document), atol=1e-6)
+    maxp = MaxP(from_dict(PassageConfig, {"encoder": str(tmp_path / "encoder")}, "models.maxp"), None).eval()
+    assert torch.allclose(maxp(query, document), trained(query, document), atol=1e-5)  # one passage: MaxP = BERT[CLS]
+
+
+def test_a_bad_exported_head_fails_cleanly(tmp_path):
+    directory = tmp_path / "encoder"
+    save_encoder(load_encoder("minilm", layers=1), "minilm", directory, head=torch.nn.Linear(8, 1))
+    with pytest.raises(StudyError, match=r"score_head.pt: expected the state of a Linear\(384 → 1\) scoring head"):
+        BertCat(BertCatConfig(encoder=str(directory)), None)
 
 
 def test_export_needs_an_encoder_model(tmp_path):

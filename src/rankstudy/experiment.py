@@ -66,6 +66,7 @@ def export_encoder(model_dir: Path, embeddings: Path, out: Path) -> None:
 
     Used to warm-start other encoder models (a run's ``encoder_from``) from a cross-encoder
     fine-tuned on passages, as PARADE and IDCM start from a BERT fine-tuned on MS MARCO passages.
+    Its scoring head goes along, so the warm-started model first scores as the one it came from.
     """
     from rankstudy.nn.pretrained import save_encoder
 
@@ -74,7 +75,8 @@ def export_encoder(model_dir: Path, embeddings: Path, out: Path) -> None:
     encoder = getattr(model, "encoder", None)
     if "encoder" not in settings or not hasattr(encoder, "save_pretrained"):
         raise StudyError(f"{model_dir}: model {type(model).__name__} has no pre-trained encoder to export")
-    save_encoder(encoder, settings["encoder"], out)
+    # the head goes along where it scores h_[CLS] (not Socialformer's, which scores pooler outputs)
+    save_encoder(encoder, settings["encoder"], out, head=model.score if getattr(model, "CLS_HEAD", False) else None)
     log.info("wrote the fine-tuned encoder of %s to %s", model_dir, out)
 
 

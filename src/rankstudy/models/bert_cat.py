@@ -23,7 +23,9 @@ Deliberate choices:
   ranking losses is the same ranking function up to the loss. ``dropout`` (default 0.1, BERT's
   classifier dropout) is applied to h_[CLS] in training only; the encoder keeps its own dropout
   settings from its ``config.json``.
-* The head is initialised N(0, initializer_range) with bias 0, as BERT's classification heads.
+* The head is initialised N(0, initializer_range) with bias 0, as BERT's classification heads —
+  unless the encoder directory carries a fine-tuned head (an exported warm start,
+  ``nn.pretrained.score_head``), which it then starts from.
 * ``PARAM_GROUPS`` puts the encoder in optimiser group ``encoder`` (fine-tuning learning rate,
   3e-6 … 3e-5) and the head in ``default`` (e.g. 1e-3).
 * The constructor takes (and ignores) ``embeddings``: the study builds every model as
@@ -60,6 +62,7 @@ class BertCatConfig:
 
 class BertCat(nn.Module):
     PARAM_GROUPS = {"encoder.": "encoder"}
+    CLS_HEAD = True  # ``score`` reads h_[CLS]: export_encoder saves it with the encoder
     TOKENIZER = "wordpiece"  # token stores of the encoder's WordPiece ids (rankstudy.text.wordpiece)
 
     def __init__(self, config: BertCatConfig, embeddings=None):
@@ -75,7 +78,7 @@ class BertCat(nn.Module):
                               f"{positions} positions")
         self.use_token_types = uses_token_types(self.encoder)
         self.dropout = nn.Dropout(config.dropout)
-        self.score = score_head(self.encoder)
+        self.score = score_head(self.encoder, config.encoder)
 
     def inputs(self, query: torch.Tensor, document: torch.Tensor) -> dict[str, torch.Tensor]:
         """The encoder's keyword inputs for a padded batch (``nn.pretrained.pair_inputs``)."""

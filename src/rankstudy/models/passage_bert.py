@@ -26,7 +26,7 @@ Deliberate choices:
 
 * Inputs, encoder, head and dropout as ``models.bert_cat`` (BERT[CLS]): the study's padded
   WordPiece ids without special tokens, h_[CLS] of the last layer (pooler removed), a
-  Linear(hidden → 1) head initialised N(0, initializer_range), dropout on the vector that the head
+  Linear(hidden → 1) head initialised N(0, initializer_range) or from a warm start's exported head, dropout on the vector that the head
   scores (h_k for FirstP/MaxP, the pooled vector for PARADE). ``encoder_layers`` keeps the first N
   layers of the pre-trained encoder (CPU-sized runs).
 * Padding may sit anywhere in a row: the real tokens are first moved to the front (order kept),
@@ -124,6 +124,7 @@ class PassageRanker(nn.Module):
     """The pre-trained encoder over [CLS] q [SEP] passage [SEP] pairs; subclasses pool and score."""
 
     PARAM_GROUPS = {"encoder.": "encoder"}
+    CLS_HEAD = True  # ``score`` reads h_[CLS]: export_encoder saves it with the encoder
     TOKENIZER = "wordpiece"  # token stores of the encoder's WordPiece ids (rankstudy.text.wordpiece)
     NAME = "passage model"  # config section name in error messages
 
@@ -140,7 +141,7 @@ class PassageRanker(nn.Module):
                               f"in encoder {config.encoder!r}'s {self.max_length} positions")
         self.use_token_types = uses_token_types(self.encoder)
         self.dropout = nn.Dropout(config.dropout)
-        self.score = score_head(self.encoder)
+        self.score = score_head(self.encoder, config.encoder)
 
     def passages(self, document: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """``split_passages`` with this model's settings."""

