@@ -145,7 +145,8 @@ def test_the_tiny_study_runs_end_to_end(tiny_study):
         assert (results / "figures" / f"{figure}.png").stat().st_size > 0, figure
     # the Socialformer-paper runs start from the passage cross-encoder's exported encoder
     encoder = "models/encoders/ce-passage.s7"
-    assert (work / encoder / "config.json").is_file() and (work / encoder / "vocab.txt").is_file()
+    for name in ("config.json", "vocab.txt", "score_head.pt"):  # the cross-encoder's head goes along
+        assert (work / encoder / name).is_file(), name
     settings = json.loads((work / "models/synthetic-doc/socialformer/sf-node/seed7/config.json").read_text())
     assert settings["model_settings"]["encoder"] == encoder
     assert "| Socialformer (node) " in (results / "tables" / "socialformer_table1.md").read_text()
