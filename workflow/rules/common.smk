@@ -113,7 +113,9 @@ def encoder_input(variant, seed):
 def model_settings(model, variant, seed):
     """The model's settings for a run: neural.models[model] without its name, ``encoder`` warm-started."""
     settings = {key: value for key, value in NEURAL["models"][model].items() if key != "model"}
-    settings.update({"encoder": path for path in encoder_input(variant, seed)})
+    warm_start = encoder_dir(variant, seed)
+    if warm_start:
+        settings["encoder"] = warm_start
     return settings
 
 

@@ -28,8 +28,7 @@ Deliberate choices:
   WordPiece ids without special tokens, h_[CLS] of the last layer (pooler removed), a
   Linear(hidden → 1) head initialised N(0, initializer_range) or from a warm start's exported
   head, dropout on the vector that the head scores (h_k for FirstP/MaxP, the pooled vector for
-  PARADE). ``encoder_layers`` keeps the first N
-  layers of the pre-trained encoder (CPU-sized runs).
+  PARADE). ``encoder_layers`` keeps the first N layers of the pre-trained encoder (CPU-sized runs).
 * Padding may sit anywhere in a row: the real tokens are first moved to the front (order kept),
   so passages are cut from real tokens only and padding a batch further never changes a score.
 * All passages of all documents of a batch are packed into one [N, T] encoder batch: passages

@@ -294,7 +294,8 @@ def _check_resume(config_path: Path, config: dict) -> None:
         return
     saved = json.loads(config_path.read_text())
     comparable = lambda c: {**c, "train": {k: v for k, v in c.get("train", {}).items() if k != "device"}}  # noqa: E731
-    differ = [key for key, value in comparable(config).items() if comparable(saved).get(key) != value]
+    before = comparable(saved)
+    differ = [key for key, value in comparable(config).items() if before.get(key) != value]
     if differ:
         raise StudyError(f"{config_path.parent}: checkpoint.pt was written with a different config/seed/examples "
                          f"({', '.join(differ)} differ; {config_path}); delete the directory to start over")
