@@ -174,6 +174,18 @@ def _export_encoder(args: argparse.Namespace) -> None:
     export_encoder(Path(args.model_dir), Path(args.embeddings), Path(args.out))
 
 
+def _pretrain_encoder(args: argparse.Namespace) -> None:
+    import torch
+
+    from rankstudy.config import from_dict
+    from rankstudy.nn.study_encoder import StudyEncoderConfig, build_study_encoder
+
+    torch.set_num_threads(max(1, args.threads))
+    config = from_dict(StudyEncoderConfig, json.loads(args.config), "encoder")
+    build_study_encoder(Path(args.collection), Path(args.vocab), Path(args.embeddings), config, args.seed,
+                        Path(args.out))
+
+
 def _rerank(args: argparse.Namespace) -> None:
     from rankstudy.experiment import rerank_run
 
@@ -446,6 +458,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--embeddings", required=True)
     p.add_argument("--out", required=True, help="encoder directory to write")
     p.set_defaults(handler=_export_encoder)
+
+    p = commands.add_parser("pretrain-encoder", help="build the study's own small BERT on a collection "
+                                                     "(tokenizer, word-vector rows, optional masked-LM pre-training)")
+    p.add_argument("--collection", required=True, help="collection TSV (masked-LM text; WordPiece training)")
+    p.add_argument("--vocab", required=True, help="vocabulary directory of the word vectors")
+    p.add_argument("--embeddings", required=True, help="word vectors (embeddings.npy) aligned with the vocabulary")
+    p.add_argument("--config", required=True, help="JSON of rankstudy.nn.study_encoder.StudyEncoderConfig")
+    p.add_argument("--seed", type=int, required=True)
+    p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--out", required=True, help="encoder directory to write")
+    p.set_defaults(handler=_pretrain_encoder)
 
     p = commands.add_parser("rerank", help="score first-stage candidates with a trained model")
     _scoring_arguments(p, batch_size=64)

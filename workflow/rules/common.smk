@@ -60,7 +60,19 @@ def gpus(device):
 # ---- neural runs -------------------------------------------------------------------------
 NEURAL = config["neural"]
 EMBEDDINGS = NEURAL["embeddings"]
+ENCODERS = NEURAL["encoders"]
 RUNS = NEURAL["runs"]
+
+
+def encoder_location(name):
+    """The directory (or ``minilm``) the package loads for an ``encoder`` name: a study encoder
+    (a key of neural.encoders) is built to encoders/NAME by rule pretrain_encoder."""
+    return f"encoders/{name}" if name in ENCODERS else name
+
+
+def encoder_build(name):
+    """Input list of a job that loads encoder ``name``: the study encoder's directory, if it is one."""
+    return [f"encoders/{name}"] if name in ENCODERS else []
 
 
 def is_wordpiece(emb):
@@ -72,8 +84,14 @@ def vocab_input(wildcards):
     return [] if is_wordpiece(wildcards.emb) else f"text/{wildcards.emb}/vocab"
 
 
+def store_encoder_input(wildcards):
+    return encoder_build(EMBEDDINGS[wildcards.emb]["encoder"]) if is_wordpiece(wildcards.emb) else []
+
+
 def store_tokens_arg(wildcards, input):
-    return f"--encoder {EMBEDDINGS[wildcards.emb]['encoder']}" if is_wordpiece(wildcards.emb) else f"--vocab {input.vocab}"
+    if is_wordpiece(wildcards.emb):
+        return f"--encoder {encoder_location(EMBEDDINGS[wildcards.emb]['encoder'])}"
+    return f"--vocab {input.vocab}"
 
 
 def base_run(variant):
@@ -105,14 +123,23 @@ def encoder_dir(variant, seed):
     return f"models/encoders/{base_run(source)}.s{seed}" if source else None
 
 
+def model_encoder(model):
+    """A model's settings without its name, ``encoder`` resolved (``encoder_location``)."""
+    settings = {key: value for key, value in NEURAL["models"][model].items() if key != "model"}
+    if "encoder" in settings:
+        settings["encoder"] = encoder_location(settings["encoder"])
+    return settings
+
+
 def encoder_input(variant, seed):
+    """The encoder directories a run's model loads: its warm start, else its study encoder."""
     path = encoder_dir(variant, seed)
-    return [path] if path else []
+    return [path] if path else encoder_build(NEURAL["models"][run_model(variant)].get("encoder"))
 
 
 def model_settings(model, variant, seed):
     """The model's settings for a run: neural.models[model] without its name, ``encoder`` warm-started."""
-    settings = {key: value for key, value in NEURAL["models"][model].items() if key != "model"}
+    settings = model_encoder(model)
     warm_start = encoder_dir(variant, seed)
     if warm_start:
         settings["encoder"] = warm_start
@@ -405,7 +432,7 @@ def socialformer_stores(variant, split="test"):
 
 def socialformer_graph_spec(figure):
     """Fig. 4 / Fig. 5 settings plus the graph_run's model settings (its graph, encoder)."""
-    model = {key: value for key, value in NEURAL["models"][run_model(SOCIAL["graph_run"])].items() if key != "model"}
+    model = model_encoder(run_model(SOCIAL["graph_run"]))
     return as_json({**SOCIAL[figure], "model": model, "rel_threshold": rel_threshold(SOCIAL["dataset"])})
 
 

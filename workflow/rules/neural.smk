@@ -29,6 +29,7 @@ rule store_collection:
     input:
         collection="data/{dataset}/collection.tsv",
         vocab=vocab_input,
+        encoder=store_encoder_input,
     output:
         directory("text/{emb}/{dataset}/collection"),
     log:
@@ -51,6 +52,7 @@ rule store_queries:
     input:
         queries="data/{dataset}/queries.{split}.tsv",
         vocab=vocab_input,
+        encoder=store_encoder_input,
     output:
         directory("text/{emb}/{dataset}/queries.{split}"),
     log:
@@ -90,6 +92,32 @@ rule embeddings:
     shell:
         "python -m rankstudy embeddings {params.inputs} --config {params.settings:q}"
         " --seed {params.seed} --out {output} 2> {log}"
+
+
+rule pretrain_encoder:
+    input:
+        collection=lambda wc: f"data/{ENCODERS[wc.name]['dataset']}/collection.tsv",
+        vocab=lambda wc: f"text/{ENCODERS[wc.name]['embeddings']}/vocab",
+        embeddings=lambda wc: f"text/{ENCODERS[wc.name]['embeddings']}/embeddings.npy",
+    output:
+        directory("encoders/{name}"),
+    log:
+        "logs/text/encoder.{name}.log",
+    conda:
+        "../../environment.yml"
+    benchmark:
+        "benchmarks/text/encoder.{name}.tsv"
+    threads: NEURAL["threads"]
+    params:
+        settings=lambda wc: as_json({k: v for k, v in ENCODERS[wc.name].items() if k not in ("dataset", "embeddings")}),
+        seed=config["seed"],
+    resources:
+        mem_mb=4000,
+        runtime=60,
+    shell:
+        "python -m rankstudy pretrain-encoder --collection {input.collection} --vocab {input.vocab}"
+        " --embeddings {input.embeddings} --config {params.settings:q} --seed {params.seed} --threads {threads}"
+        " --out {output} 2> {log}"
 
 
 rule examples:

@@ -25,6 +25,7 @@ rule socialformer_table:
 rule socialformer_fig4:
     input:
         unpack(lambda wc: socialformer_stores(SOCIAL["graph_run"])),
+        encoder=lambda wc: encoder_build(NEURAL["models"][run_model(SOCIAL["graph_run"])].get("encoder")),
         qrels=lambda wc: f"data/{SOCIAL['dataset']}/qrels.test.txt",
     output:
         report("results/figures/socialformer_fig4.png", caption="../report/socialformer_figures.rst",
@@ -51,6 +52,7 @@ rule socialformer_fig4:
 rule socialformer_fig5:
     input:
         unpack(lambda wc: socialformer_stores(SOCIAL["graph_run"])),
+        encoder=lambda wc: encoder_build(NEURAL["models"][run_model(SOCIAL["graph_run"])].get("encoder")),
         qrels=lambda wc: f"data/{SOCIAL['dataset']}/qrels.test.txt",
     output:
         report("results/figures/socialformer_fig5.png", caption="../report/socialformer_figures.rst",

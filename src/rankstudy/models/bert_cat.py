@@ -48,6 +48,7 @@ from rankstudy.nn.pretrained import (attention_dropout_override, check_encoder_o
 class BertCatConfig:
     encoder: str = "minilm"  # "minilm" or a local Hugging Face model directory (e.g. bert-base-uncased)
     encoder_layers: int | None = None  # keep the encoder's first N layers (None = all)
+    train_embeddings: bool = True  # False: the encoder's word embeddings stay as loaded (e.g. word2vec rows)
     dropout: float = 0.1  # on h_[CLS] before the scoring layer
     # dropout on the encoder's attention probabilities (None: the encoder's own, 0.1 for BERT);
     # 0 keeps CPU training on PyTorch's fused attention kernel
@@ -69,7 +70,7 @@ class BertCat(nn.Module):
         super().__init__()
         self.config = config
         self.cls_id, self.sep_id = special_ids(load_tokenizer(config.encoder), config.encoder)
-        self.encoder = load_encoder(config.encoder, layers=config.encoder_layers,
+        self.encoder = load_encoder(config.encoder, layers=config.encoder_layers, train_embeddings=config.train_embeddings,
                                     **attention_dropout_override(config.attention_dropout))
         drop_pooler(self.encoder)
         positions = getattr(self.encoder.config, "max_position_embeddings", None)

@@ -91,6 +91,7 @@ PATTERNS = ("longformer", "bigbird", "qds")
 class SparseBertConfig:
     encoder: str = "minilm"  # "minilm" or a local Hugging Face model directory (e.g. bert-base-uncased)
     encoder_layers: int | None = None  # keep the encoder's first N layers (None = all)
+    train_embeddings: bool = True  # False: the encoder's word embeddings stay as loaded (e.g. word2vec rows)
     dropout: float = 0.1  # on h_[CLS] before the scoring layer, training only
     # dropout on the encoder's attention probabilities (None: the encoder's own, 0.1 for BERT); on
     # CPU anything but 0 makes PyTorch store B·heads·T² probabilities (see the module docstring)
@@ -174,7 +175,7 @@ class SparseBert(nn.Module):
         super().__init__()
         self.config = config
         self.cls_id, self.sep_id = special_ids(load_tokenizer(config.encoder), config.encoder)
-        self.encoder = load_encoder(config.encoder, layers=config.encoder_layers, attn_implementation="sdpa",
+        self.encoder = load_encoder(config.encoder, layers=config.encoder_layers, train_embeddings=config.train_embeddings, attn_implementation="sdpa",
                                     **attention_dropout_override(config.attention_dropout))
         if self.encoder.config._attn_implementation != "sdpa":
             raise ConfigError(f"models.sparse_bert: encoder {config.encoder!r} does not support SDPA attention, "

@@ -69,12 +69,14 @@ def encoder_path(name: str | os.PathLike) -> Path:
     return path
 
 
-def load_encoder(name: str | os.PathLike, layers: int | None = None, **kwargs):
+def load_encoder(name: str | os.PathLike, layers: int | None = None, train_embeddings: bool = True, **kwargs):
     """The pre-trained encoder as a ``transformers`` ``AutoModel`` (offline, float32 weights).
 
     ``layers``: keep only the first ``layers`` transformer layers (a CPU-sized encoder; None or
-    the encoder's own count = all). ``kwargs`` go to ``from_pretrained`` (e.g.
-    ``attn_implementation``).
+    the encoder's own count = all). ``train_embeddings=False`` freezes the word embeddings (the
+    training loop leaves frozen parameters out), as TK keeps its word2vec vectors: a small encoder
+    fine-tuned on a few thousand pairs otherwise overfits its vocabulary rows. ``kwargs`` go to
+    ``from_pretrained`` (e.g. ``attn_implementation``).
     """
     from transformers import AutoModel
 
@@ -90,6 +92,7 @@ def load_encoder(name: str | os.PathLike, layers: int | None = None, **kwargs):
             raise StudyError(f"encoder {str(name)!r} has {total} layers; cannot keep {layers}")
         encoder.encoder.layer = encoder.encoder.layer[:layers]
         encoder.config.num_hidden_layers = layers
+    encoder.embeddings.word_embeddings.weight.requires_grad_(train_embeddings)
     return encoder
 
 

@@ -112,6 +112,7 @@ def _positive_int_or_none(value, name: str, minimum: int = 1) -> None:
 class SocialformerConfig:
     encoder: str = "minilm"  # "minilm" or a local Hugging Face model directory (e.g. bert-base-uncased)
     encoder_layers: int | None = None  # keep the first N layers of the fine-tuned encoder; None: all
+    train_embeddings: bool = True  # False: the encoder's word embeddings stay as loaded (e.g. word2vec rows)
     centrality_layers: int | None = None  # layers of the frozen encoder for dynamic centrality; None: all
     graph: SocialGraphConfig = field(default_factory=SocialGraphConfig)  # patterns, sparsity, partition, circles, seed
     passage_length: int = 128  # tokens per contiguous passage
@@ -248,7 +249,7 @@ class Socialformer(nn.Module):
         super().__init__()
         self.config = config
         self.cls_id, self.sep_id = special_ids(load_tokenizer(config.encoder), config.encoder)
-        self.encoder = load_encoder(config.encoder, config.encoder_layers)
+        self.encoder = load_encoder(config.encoder, config.encoder_layers, train_embeddings=config.train_embeddings)
         encoder_config = self.encoder.config
         positions = getattr(encoder_config, "max_position_embeddings", None)
         if positions is not None and config.max_length > positions:
