@@ -7,6 +7,7 @@ import pandas as pd
 import pytest
 import torch
 from helpers import metric_csv
+from scipy import stats as scipy_stats
 
 from rankstudy import formats
 from rankstudy.efficiency import measure_models
@@ -14,7 +15,7 @@ from rankstudy.errors import StudyError
 from rankstudy.models import build_model
 from rankstudy.report.tk import best_worst_queries, table2
 from rankstudy.report.tk_view import choose_query, render
-from rankstudy.significance import significance_letters, wilcoxon_p
+from rankstudy.significance import paired_t_p, significance_letters, wilcoxon_p
 from rankstudy.text.vocab import build_vocabulary
 
 
@@ -28,6 +29,21 @@ def test_wilcoxon_detects_a_consistent_gain_and_not_noise():
     assert wilcoxon_p(base, base) == 1.0
     with pytest.raises(StudyError, match="different queries"):
         wilcoxon_p(base, {"0": 1.0})
+
+
+def test_paired_t_test_matches_the_textbook_statistic():
+    a = {"q1": 0.5, "q2": 0.7, "q3": 0.4, "q4": 0.9}
+    b = {"q1": 0.3, "q2": 0.6, "q3": 0.4, "q4": 0.6}
+    d = np.array([0.2, 0.1, 0.0, 0.3])  # t = mean / (sd / sqrt(n)), 3 degrees of freedom
+    t = d.mean() / (d.std(ddof=1) / 2)
+    assert paired_t_p(a, b) == pytest.approx(2 * scipy_stats.t.sf(t, 3))
+    assert paired_t_p(a, a) == 1.0
+    rng = np.random.default_rng(1)
+    base = {str(q): float(v) for q, v in enumerate(rng.random(60))}
+    better = {q: v + 0.1 + rng.normal(0, 0.02) for q, v in base.items()}
+    assert significance_letters([base, better], test="t") == ["", "a"]
+    with pytest.raises(StudyError, match="unknown significance test 'z'"):
+        significance_letters([base, better], test="z")
 
 
 def test_significance_letters_mark_rows_significantly_beaten():

@@ -16,8 +16,8 @@ from rankstudy.errors import StudyError
 from rankstudy.formats import FormatError
 from rankstudy.train import examples as ex
 from rankstudy.train.losses import listwise_softmax_ce, pairwise_margin_loss
-from rankstudy.train.loop import (BatchOrder, TrainConfig, TrainingInterrupted, make_validator, optimizer_groups,
-                                  resolve_device, train)
+from rankstudy.train.loop import (BatchOrder, TrainConfig, TrainingInterrupted, batch_loss, make_validator,
+                                  optimizer_groups, resolve_device, train)
 
 
 # --- toy ranker and store ------------------------------------------------------------------
@@ -256,6 +256,32 @@ def test_batch_order_is_a_function_of_seed_and_step():
 
 
 # --- training loop -------------------------------------------------------------------------
+
+@pytest.mark.parametrize("listwise", [False, True])
+def test_query_negatives_score_each_positive_with_the_next_query(listwise):
+    """A document-only scorer (score = its first token) cannot separate the swapped pairs: their
+    term of the loss stays at the margin; the pairs are (q_{i+1}, d+_i)."""
+    queries = FakeStore({"q1": [1], "q2": [2], "q3": [3]})
+    docs = FakeStore({"p1": [5], "p2": [6], "p3": [7], "n1": [1], "n2": [1], "n3": [1]})
+    seen = []
+
+    def by_document(query, document):
+        seen.append((query[:, 0].tolist(), document[:, 0].tolist()))
+        return document[:, 0].float()
+
+    batch = ([(q, f"p{q[1]}", (f"n{q[1]}",)) for q in ("q1", "q2", "q3")] if listwise
+             else [(q, f"p{q[1]}", f"n{q[1]}") for q in ("q1", "q2", "q3")])
+    plain = batch_loss(by_document, batch, listwise, queries, docs, config(), torch.device("cpu"))
+    swapped = batch_loss(by_document, batch, listwise, queries, docs, config(query_negatives=True),
+                         torch.device("cpu"))
+    queries_seen, documents_seen = seen[1]
+    assert queries_seen[-3:] == [2, 3, 1] and documents_seen[-3:] == [5, 6, 7]
+    if listwise:  # the swapped positive ties the positive: -log(e^s / (e^s + e^n + e^s)) > plain loss
+        assert swapped.item() == pytest.approx(plain.item() + np.log(2), abs=0.01)
+    else:  # margin 1 on a tie
+        assert swapped.item() == pytest.approx(plain.item() + 1.0)
+
+
 
 def test_pairwise_training_learns_the_toy_problem(toy, tmp_path):
     cfg = config()

@@ -62,9 +62,9 @@ def test_dry_run_lists_the_study_jobs(tmp_path):
         # first stage: 2 datasets x 2 systems (bm25, ql) x 3 splits
         "dataset_synthetic_passage": 1, "dataset_synthetic_doc": 1, "index": 2, "first_stage": 12,
         "first_stage_table": 1,
-        # text: word2vec, fastText (passages only) and MiniLM WordPiece stores (both datasets: the
-        # Socialformer runs' warm-start cross-encoder trains on the passages)
-        "vocabulary": 2, "embeddings": 3, "store_collection": 5, "store_queries": 15,
+        # text: word2vec, fastText (passages only) and the study encoder's stores (both datasets: the
+        # Socialformer runs' warm-start cross-encoder trains on the passages); the study encoder
+        "vocabulary": 2, "embeddings": 3, "store_collection": 5, "store_queries": 15, "pretrain_encoder": 1,
         # triples for both datasets, listwise groups for the Socialformer runs
         "examples": 3,
         # TK paper: p1 x 3 seeds, p2, d1, d3, knrm, conv_knrm (d2 reuses p1's models on documents);
@@ -78,11 +78,12 @@ def test_dry_run_lists_the_study_jobs(tmp_path):
         "evaluate": 12 + 46 + 52 + 60, "tk_table2": 1, "tk_table3_4": 1, "tk_view": 1, "efficiency": 1,
         # TKL paper: Tables 1-2, the evidence table, Figs. 1-3 (Fig. 3 from TKL's regions)
         "tkl_table": 2, "tkl_evidence": 1, "tkl_fig1": 1, "tkl_fig2": 1, "tkl_regions": 1, "tkl_fig3": 1,
-        # Socialformer paper: Tables 1-2, Figs. 4-6
+        # Socialformer paper: Tables 1-2, Figs. 4-6, learning curves
         "socialformer_table": 2, "socialformer_fig4": 1, "socialformer_fig5": 1, "socialformer_fig6": 1,
+        "socialformer_curves": 1,
         # Choppy paper: BM25 and TK-ensemble lists
         "truncation": 2, "choppy_table1": 1, "choppy_figures": 1,
-        "all": 1, "total": 470,
+        "all": 1, "total": 472,
     }
 
 
@@ -143,13 +144,19 @@ def test_the_tiny_study_runs_end_to_end(tiny_study):
     assert "token 200 or later" in (results / "tables" / "tkl_evidence.md").read_text()
     for figure in ("tkl_fig1", "tkl_fig2", "tkl_fig3"):
         assert (results / "figures" / f"{figure}.png").stat().st_size > 0, figure
+    # the study encoder, saved as a Hugging Face directory (masked-LM pre-trained for 3 steps)
+    for name in ("config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json", "study_encoder.json"):
+        assert (work / "encoders" / "study" / name).is_file(), name
+    assert len((work / "encoders" / "study" / "pretrain.csv").read_text().splitlines()) == 1 + 3
     # the Socialformer-paper runs start from the passage cross-encoder's exported encoder
     encoder = "models/encoders/ce-passage.s7"
-    for name in ("config.json", "vocab.txt", "score_head.pt"):  # the cross-encoder's head goes along
+    for name in ("config.json", "tokenizer.json", "score_head.pt"):  # the cross-encoder's head goes along
         assert (work / encoder / name).is_file(), name
     settings = json.loads((work / "models/synthetic-doc/socialformer/sf-node/seed7/config.json").read_text())
     assert settings["model_settings"]["encoder"] == encoder
     assert "| Socialformer (node) " in (results / "tables" / "socialformer_table1.md").read_text()
+    curves = (results / "figures" / "socialformer_curves.csv").read_text()
+    assert "BERT[CLS] warm start (passages)," in curves and "Socialformer (node)," in curves
     for rule in ("index", "first_stage", "evaluate", "report", "train", "rerank"):
         assert any((work / "logs" / rule).rglob("*.log")), rule
     assert list((work / "benchmarks" / "anserini").glob("index.*.json"))

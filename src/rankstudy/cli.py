@@ -259,9 +259,13 @@ def _socialformer_report(args: argparse.Namespace) -> None:
     from rankstudy.report import socialformer
 
     spec, out = json.loads(args.spec), Path(args.out_prefix)
-    if args.what in ("table1", "table2"):
+    if args.what == "curves":
+        from rankstudy.report.curves import learning_curves
+
+        learning_curves(dict(zip(spec["labels"], args.logs, strict=True)), out, spec["metric"])
+    elif args.what in ("table1", "table2"):
         build = socialformer.table1 if args.what == "table1" else socialformer.table2
-        build(args.metrics, spec["rows"], out, spec["caption"], spec["columns"])
+        build(args.metrics, spec["rows"], out, spec["caption"], spec["columns"], spec.get("test", "wilcoxon"))
     elif args.what == "fig6":
         from rankstudy.store import TokenStore
 
@@ -530,7 +534,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(handler=_longdoc_report)
 
     p = commands.add_parser("socialformer-report", help="the Socialformer paper's tables and figures")
-    p.add_argument("what", choices=["table1", "table2", "fig4", "fig5", "fig6"])
+    p.add_argument("what", choices=["table1", "table2", "fig4", "fig5", "fig6", "curves"])
     p.add_argument("--spec", default="{}", help="JSON: rows/columns/caption (tables); runs [{label, dataset, "
                    "system}]/measure/split/edges/rel_threshold (fig6); model/length/sparsity or sparsities/... (fig4, fig5)")
     p.add_argument("--metrics", nargs="*", default=[], help="metric CSVs (tables, fig6)")
@@ -538,6 +542,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--collection", help="WordPiece token store of the collection (fig4-6)")
     p.add_argument("--queries", help="WordPiece token store of the queries (fig4, fig5)")
     p.add_argument("--threads", type=int, default=1, help="torch threads (fig4, fig5)")
+    p.add_argument("--logs", nargs="*", default=[], help="runs' log.csv files, one per spec label (curves)")
     p.add_argument("--out-prefix", required=True)
     p.set_defaults(handler=_socialformer_report)
 

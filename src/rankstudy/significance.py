@@ -1,8 +1,9 @@
 """Paired significance tests on per-query metric values (reused by every table of the study).
 
-The papers test with a paired two-sided test at p < 0.05; we use the Wilcoxon signed-rank test
-(scipy), which makes no normality assumption about per-query differences. Queries are paired
-by id; a query missing from one system is an error, not silently dropped.
+The papers test with a paired two-sided test at p < 0.05. The default is the Wilcoxon signed-rank
+test (scipy), which makes no normality assumption about per-query differences; ``test="t"`` is the
+paired t-test the Socialformer paper uses. Queries are paired by id; a query missing from one
+system is an error, not silently dropped.
 """
 
 from __future__ import annotations
@@ -31,6 +32,17 @@ def wilcoxon_p(a: Mapping[str, float], b: Mapping[str, float]) -> float:
     return float(stats.wilcoxon(x, y, zero_method="wilcox", alternative="two-sided").pvalue)
 
 
+def paired_t_p(a: Mapping[str, float], b: Mapping[str, float]) -> float:
+    """Two-sided paired t-test p-value (1.0 if the values never differ)."""
+    x, y = paired_values(a, b)
+    if not np.any(x != y):
+        return 1.0
+    return float(stats.ttest_rel(x, y, alternative="two-sided").pvalue)
+
+
+TESTS = {"wilcoxon": wilcoxon_p, "t": paired_t_p}
+
+
 def row_letters(count: int) -> list[str]:
     """The papers' row labels: a, b, c, ..."""
     if count > 26:
@@ -38,15 +50,19 @@ def row_letters(count: int) -> list[str]:
     return [chr(ord("a") + i) for i in range(count)]
 
 
-def significance_letters(systems: Sequence[Mapping[str, float]], alpha: float = 0.05) -> list[str]:
+def significance_letters(systems: Sequence[Mapping[str, float]], alpha: float = 0.05,
+                         test: str = "wilcoxon") -> list[str]:
     """For each system (a table row, labelled a, b, c, ... in order), the letters of the rows it is
-    significantly better than: higher mean and a paired Wilcoxon p < ``alpha`` (TKL and
-    Socialformer papers' superscripts). ``systems`` are per-query values of one measure."""
+    significantly better than: higher mean and a paired ``test`` (``TESTS``: Wilcoxon or t) p <
+    ``alpha`` (TKL and Socialformer papers' superscripts). ``systems`` are per-query values of one measure."""
+    if test not in TESTS:
+        raise StudyError(f"unknown significance test {test!r}; expected one of {', '.join(TESTS)}")
+    p_value = TESTS[test]
     labels = row_letters(len(systems))
     means = [float(np.mean(list(values.values()))) if values else float("nan") for values in systems]
     letters = []
     for i, values in enumerate(systems):
         better = [labels[j] for j, other in enumerate(systems)
-                  if j != i and means[i] > means[j] and wilcoxon_p(values, other) < alpha]
+                  if j != i and means[i] > means[j] and p_value(values, other) < alpha]
         letters.append("".join(better))
     return letters

@@ -385,6 +385,9 @@ if socialformer_active():
         if _variant not in RUNS or SOCIAL["dataset"] not in run_datasets(_variant):
             raise ValueError(f"config: socialformer names run {_variant!r}, which is not a neural.runs entry evaluated "
                              f"on {SOCIAL['dataset']!r}")
+    for _variant in SOCIAL["curves"].values():
+        if _variant not in RUNS or "model" not in RUNS[_variant]:
+            raise ValueError(f"config: socialformer.curves names {_variant!r}, which is not a trained neural.runs entry")
     _measures = [m for measures in SOCIAL["columns"].values() for m in measures] + [SOCIAL["fig6"]["measure"]]
     for _measure in _measures:
         if _measure not in config["evaluation"]["measures"]:
@@ -410,18 +413,20 @@ SOCIAL_CAPTIONS = {
     "table1": "Socialformer paper Table 1 on {dataset}: re-ranking the top {depth} BM25 candidates; dev: sparse "
               "judgments, test: dense; RR@k = MRR@k. document length: the tokens a system reads; window: its "
               "attention span or passage length. sig: the rows this one is significantly better than (paired "
-              "Wilcoxon, p < 0.05). ",
+              "{test}, p < 0.05). ",
     "table2": "Socialformer paper Table 2 on {dataset}: attention patterns left out, and random edges; change %: "
               "against the full model (row a). sig: the rows this one is significantly better than (paired "
-              "Wilcoxon, p < 0.05). ",
+              "{test}, p < 0.05). ",
 }
+SIGNIFICANCE_TESTS = {"wilcoxon": "Wilcoxon", "t": "t-test"}
 
 
 def socialformer_table_spec(table):
-    caption = SOCIAL_CAPTIONS[table].format(dataset=SOCIAL["dataset"],
+    caption = SOCIAL_CAPTIONS[table].format(dataset=SOCIAL["dataset"], test=SIGNIFICANCE_TESTS[SOCIAL["significance"]],
                                             depth=rerank_depths(row["run"] for row in SOCIAL[table]))
     columns = [[split, measure] for split, measures in SOCIAL["columns"].items() for measure in measures]
-    return as_json({"rows": socialformer_rows(table), "columns": columns, "caption": caption + SOCIAL["caption_note"]})
+    return as_json({"rows": socialformer_rows(table), "columns": columns, "test": SOCIAL["significance"],
+                    "caption": caption + SOCIAL["caption_note"]})
 
 
 def socialformer_stores(variant, split="test"):
@@ -458,4 +463,16 @@ def socialformer_outputs():
         outputs += ["results/figures/socialformer_fig4.png", "results/figures/socialformer_fig5.png"]
     if SOCIAL["fig6"]["runs"]:
         outputs.append("results/figures/socialformer_fig6.png")
+    if SOCIAL["curves"]:
+        outputs.append("results/figures/socialformer_curves.png")
     return outputs
+
+
+def socialformer_curve_logs():
+    return [f"{model_dir(run, run_seeds(run)[0])}/log.csv" for run in SOCIAL["curves"].values()]
+
+
+def socialformer_curves_spec():
+    runs = list(SOCIAL["curves"].values())
+    metrics = {training_settings(run)["metric"] for run in runs}
+    return as_json({"labels": list(SOCIAL["curves"]), "metric": " / ".join(sorted(metrics))})

@@ -95,3 +95,23 @@ rule socialformer_fig6:
     shell:
         "python -m rankstudy socialformer-report fig6 --metrics {input.metrics:q} --qrels {input.qrels}"
         " --collection {input.collection} --spec {params.spec:q} --out-prefix {params.prefix} 2> {log}"
+
+
+rule socialformer_curves:
+    input:
+        logs=lambda wc: socialformer_curve_logs(),
+    output:
+        report("results/figures/socialformer_curves.png", caption="../report/socialformer_figures.rst",
+               category="Socialformer"),
+        "results/figures/socialformer_curves.pdf",
+        "results/figures/socialformer_curves.csv",
+    log:
+        "logs/report/socialformer_curves.log",
+    conda:
+        "../../environment.yml"
+    params:
+        spec=lambda wc: socialformer_curves_spec(),
+        prefix=lambda wildcards, output: output[0].removesuffix(".png"),
+    shell:
+        "python -m rankstudy socialformer-report curves --logs {input.logs:q} --spec {params.spec:q}"
+        " --out-prefix {params.prefix} 2> {log}"

@@ -49,6 +49,7 @@ from rankstudy.text.vocab import SPECIALS, Vocabulary
 log = logging.getLogger(__name__)
 
 TOKENIZERS = ("word", "wordpiece")
+ATTENTION_INITS = ("identity", "bert")
 # [PAD] must be 0: the token stores pad with 0 (rankstudy.nn.pretrained.PAD_ID)
 SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
 PRETRAIN_LOG = "pretrain.csv"
@@ -63,6 +64,9 @@ class StudyEncoderConfig:
     intermediate_size: int = 256
     max_positions: int = 512
     dropout: float = 0.1  # hidden and attention dropout of the encoder
+    # "identity": every layer's query and key projections start as the identity, so attention starts
+    # as the similarity of the (word-vector) inputs; "bert": N(0, initializer_range) as BERT
+    attention_init: str = "identity"
     mlm_steps: int = 0  # masked-LM pre-training steps on the collection; 0 = none
     mlm_batch_size: int = 32
     mlm_length: int = 128  # tokens per pre-training window
@@ -70,6 +74,8 @@ class StudyEncoderConfig:
     mlm_learning_rate: float = 5e-4
 
     def __post_init__(self) -> None:
+        if self.attention_init not in ATTENTION_INITS:
+            raise ValueError(f"attention_init must be one of {', '.join(ATTENTION_INITS)}, got {self.attention_init!r}")
         if self.tokenizer not in TOKENIZERS:
             raise ValueError(f"tokenizer must be one of {', '.join(TOKENIZERS)}, got {self.tokenizer!r}")
         for name in ("wordpiece_vocab_size", "layers", "heads", "intermediate_size", "max_positions",
@@ -151,6 +157,17 @@ def build_bert(config: StudyEncoderConfig, vocab_size: int, hidden_size: int):
                       num_attention_heads=config.heads, intermediate_size=config.intermediate_size,
                       max_position_embeddings=config.max_positions, hidden_dropout_prob=config.dropout,
                       attention_probs_dropout_prob=config.dropout, pad_token_id=0)
+
+
+def identity_attention(bert) -> None:
+    """Start every layer's query and key projections as the identity (bias 0): head h's logit for
+    tokens i, j is then the dot product of their inputs' h-th slices over sqrt(head size), i.e.
+    attention begins by matching similar word vectors (synonyms), as TK's cosine matching does."""
+    with torch.no_grad():
+        for layer in bert.encoder.layer:
+            for projection in (layer.attention.self.query, layer.attention.self.key):
+                projection.weight.copy_(torch.eye(projection.out_features, projection.in_features))
+                projection.bias.zero_()
 
 
 def copy_word_vectors(embedding: torch.nn.Embedding, tokenizer, vocab: Vocabulary, vectors: np.ndarray) -> int:
@@ -240,6 +257,8 @@ def build_study_encoder(collection: str | os.PathLike, vocab_dir: str | os.PathL
     torch.manual_seed(seed)
     bert = BertModel(build_bert(config, len(tokenizer), vectors.shape[1]))
     copied = copy_word_vectors(bert.embeddings.word_embeddings, tokenizer, vocab, vectors)
+    if config.attention_init == "identity":
+        identity_attention(bert)
     log.info("study encoder: %d tokens (%s), %d rows from word vectors, %d layers x %d hidden, %d parameters",
              len(tokenizer), config.tokenizer, copied, config.layers, vectors.shape[1],
              sum(p.numel() for p in bert.parameters()))

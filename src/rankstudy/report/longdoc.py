@@ -35,15 +35,16 @@ LENGTH_EDGES = (0, 250, 500, 1000, 2000, 4000)
 
 
 def system_frame(metrics: pd.DataFrame, rows: Sequence[Mapping[str, Any]],
-                 columns: Sequence[tuple[str, str]]) -> pd.DataFrame:
+                 columns: Sequence[tuple[str, str]], test: str = "wilcoxon") -> pd.DataFrame:
     """Rows a, b, c, ... (``rows``: dicts with label, dataset, system) by (split, measure)
     ``columns``: each gets a mean column ``"{split} {measure}"`` and a ``sig`` column, the letters
-    of the rows this one is significantly better than (paired Wilcoxon, p < 0.05, per query)."""
+    of the rows this one is significantly better than (paired ``test``, p < 0.05, per query)."""
     table = pd.DataFrame({"": row_letters(len(rows)), "system": [row["label"] for row in rows]})
     for split, measure in columns:
         found = [metric_rows(metrics, row["dataset"], row["system"], split) for row in rows]
         table[f"{split} {measure}"] = [mean_value(part, measure) for part in found]
-        table[f"{split} {measure} sig"] = significance_letters([per_query_values(part, measure) for part in found])
+        table[f"{split} {measure} sig"] = significance_letters([per_query_values(part, measure) for part in found],
+                                                               test=test)
     return table
 
 

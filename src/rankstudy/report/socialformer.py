@@ -60,10 +60,11 @@ def _shown(value: Any) -> str:
 
 
 def table1(metric_csvs: Sequence[str | os.PathLike], rows: Sequence[Mapping[str, Any]], out_prefix, caption: str,
-           columns: Sequence[Sequence[str]] = COLUMNS) -> pd.DataFrame:
+           columns: Sequence[Sequence[str]] = COLUMNS, test: str = "wilcoxon") -> pd.DataFrame:
     """Table 1. ``rows``: dicts with label, dataset, system and optional length, window;
-    ``columns``: (split, measure) pairs (default: the paper's)."""
-    table = system_frame(read_metrics(metric_csvs), rows, [tuple(column) for column in columns])
+    ``columns``: (split, measure) pairs (default: the paper's); ``test``: the paired significance
+    test of the ``sig`` letters (``rankstudy.significance.TESTS``; the paper: t)."""
+    table = system_frame(read_metrics(metric_csvs), rows, [tuple(column) for column in columns], test)
     table.insert(2, "document length", [_shown(row.get("length")) for row in rows])
     table.insert(3, "window", [_shown(row.get("window")) for row in rows])
     write_table(table, out_prefix, caption)
@@ -71,11 +72,11 @@ def table1(metric_csvs: Sequence[str | os.PathLike], rows: Sequence[Mapping[str,
 
 
 def table2(metric_csvs: Sequence[str | os.PathLike], rows: Sequence[Mapping[str, Any]], out_prefix, caption: str,
-           columns: Sequence[Sequence[str]] = COLUMNS) -> pd.DataFrame:
+           columns: Sequence[Sequence[str]] = COLUMNS, test: str = "wilcoxon") -> pd.DataFrame:
     """Table 2 (ablation): ``rows`` as in ``table1``, the full model first. After each measure's
     ``sig`` column, ``"{split} {measure} change %"`` = 100 · (value − full) / full (empty when
     the full model's value is 0)."""
-    table = system_frame(read_metrics(metric_csvs), rows, [tuple(column) for column in columns])
+    table = system_frame(read_metrics(metric_csvs), rows, [tuple(column) for column in columns], test)
     order = ["", "system"]
     for split, measure in columns:
         name = f"{split} {measure}"

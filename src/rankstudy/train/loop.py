@@ -61,6 +61,8 @@ class TrainConfig:
     device: str = "auto"
     grad_clip: float | None = None
     optimizer: str = "adam"  # "adam" (weight_decay as L2 in the gradient) or "adamw" (decoupled weight decay)
+    # each positive is also scored with the batch's next query, as one more negative (batch_loss)
+    query_negatives: bool = False
 
     def __post_init__(self) -> None:
         if self.optimizer not in OPTIMIZERS:
@@ -154,7 +156,13 @@ class BatchOrder:
 
 def batch_loss(model, batch: Sequence[tuple], listwise: bool, query_store, doc_store,
                cfg: TrainConfig, device: torch.device) -> torch.Tensor:
-    """Score a batch's positives and negatives in one forward pass and return the loss."""
+    """Score a batch's positives and negatives in one forward pass and return the loss.
+
+    ``cfg.query_negatives``: every positive d+_i is also scored with the next example's query
+    q_{i+1} (cyclically; a different query whenever the batch has several) as one more negative of
+    example i. A model that ranks by document features alone (a small cross-encoder learns such
+    priors first) gains nothing on these pairs: only reading the query separates them.
+    """
     qids = [example[0] for example in batch]
     if listwise:
         docids = [d for _, positive, negatives in batch for d in (positive, *negatives)]
@@ -163,11 +171,18 @@ def batch_loss(model, batch: Sequence[tuple], listwise: bool, query_store, doc_s
     per_query = len(docids) // len(batch)
     query = torch.as_tensor(query_store.batch(qids, cfg.max_query_length), dtype=torch.long, device=device)
     docs = torch.as_tensor(doc_store.batch(docids, cfg.max_doc_length), dtype=torch.long, device=device)
+    positives = docs[::per_query] if listwise else docs[:len(batch)]
+    queries = query.repeat_interleave(per_query, dim=0) if listwise else torch.cat([query, query])
+    if cfg.query_negatives:
+        queries = torch.cat([queries, query.roll(-1, dims=0)])
+        docs = torch.cat([docs, positives])
+    scores = model(queries, docs)
+    swapped = scores[len(docids):]  # [B] with query_negatives, else empty
     if listwise:
-        scores = model(query.repeat_interleave(per_query, dim=0), docs)
-        return listwise_softmax_ce(scores.view(len(batch), per_query))
-    scores = model(torch.cat([query, query]), docs)
-    return pairwise_margin_loss(scores[:len(batch)], scores[len(batch):])
+        grouped = scores[:len(docids)].view(len(batch), per_query)
+        return listwise_softmax_ce(torch.cat([grouped, swapped.unsqueeze(1)], 1) if cfg.query_negatives else grouped)
+    loss = pairwise_margin_loss(scores[:len(batch)], scores[len(batch):len(docids)])
+    return loss + pairwise_margin_loss(scores[:len(batch)], swapped) if cfg.query_negatives else loss
 
 
 def make_validator(run: Run, qrels: Qrels, query_store, doc_store, cfg: TrainConfig,
