@@ -249,3 +249,20 @@ def test_fig4_with_the_encoders_dynamic_centrality(stores, tmp_path):
     summary = adjacency_figure(document, graph, tmp_path / "fig4")
     assert list(summary["panel"]) == ["static distance", "static centrality", "dynamic distance",
                                       "dynamic centrality", "combined"]
+
+
+def test_learning_curves_plot_each_runs_loss_and_validation(tmp_path):
+    from rankstudy.report.curves import learning_curves
+
+    (tmp_path / "a.csv").write_text("step,loss,metric,best\n100,1.5,0.2,0.2\n200,1.1,0.3,0.3\n")
+    (tmp_path / "pretrain.csv").write_text("step,loss\n1,9.0\n2,8.5\n")  # an encoder's masked-LM log
+    learning_curves({"warm start": tmp_path / "a.csv", "masked LM": tmp_path / "pretrain.csv"},
+                    tmp_path / "curves", "RR@10")
+    for suffix in (".png", ".pdf"):
+        assert (tmp_path / f"curves{suffix}").stat().st_size > 1000
+    plotted = pd.read_csv(tmp_path / "curves.csv")
+    assert plotted["run"].tolist() == ["warm start", "warm start", "masked LM", "masked LM"]
+    assert plotted.loc[1, "metric"] == 0.3 and plotted["metric"].isna().sum() == 2
+    (tmp_path / "bad.csv").write_text("step,metric\n1,0.2\n")
+    with pytest.raises(StudyError, match="bad.csv: a training log needs the columns step and loss; missing loss"):
+        learning_curves({"bad": tmp_path / "bad.csv"}, tmp_path / "bad")
