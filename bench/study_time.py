@@ -7,8 +7,9 @@ them per paper and stage, so the study's time budget is measured job by job rath
                                [--out bench/results/study_time.md]
 
 A job belongs to the paper whose config section names its run (``socialformer:`` tables and
-figures, with their ``encoder_from`` warm starts; ``longdoc:``; ``truncation`` jobs are Choppy's);
-other neural runs are the TK paper's; data, index, first stage and text are "shared".
+figures, with their ``encoder_from`` warm starts and the study encoder with its token stores;
+``longdoc:``; ``truncation`` jobs are Choppy's); other neural runs are the TK paper's; data, index,
+first stage and other text are "shared".
 The sum of wall times is the elapsed time of a one-job-at-a-time run; ``snakemake --cores 2`` runs
 single-threaded jobs side by side, so a fresh run takes somewhat less. Only jobs that have run
 are counted: the script states how many files it read and which runs had none.
@@ -45,10 +46,20 @@ def run_papers(config: dict) -> dict[str, str]:
     return papers
 
 
-def job_paper(path: Path, papers: dict[str, str]) -> tuple[str, str] | None:
+def study_encoder_texts(config: dict) -> set[str]:
+    """Embedding entries whose token stores are a study encoder's (neural.encoders), and the encoders."""
+    neural = config.get("neural", {})
+    encoders = set(neural.get("encoders", {}))
+    return encoders | {name for name, spec in neural.get("embeddings", {}).items() if spec.get("encoder") in encoders}
+
+
+def job_paper(path: Path, papers: dict[str, str], socialformer_texts: set[str] = frozenset()) -> tuple[str, str] | None:
     """(paper, stage) of one benchmark file, e.g. rerank/synthetic-doc/tkl.tkl-2k.s42.dev.tsv; None for
-    a run the config no longer has."""
+    a run the config no longer has. ``socialformer_texts``: text jobs (study encoder, its stores) of the
+    Socialformer paper's part."""
     stage = path.parts[0]
+    if stage == "text" and (path.parts[1] in socialformer_texts or path.stem.removeprefix("encoder.") in socialformer_texts):
+        return "Socialformer", stage
     if stage in SHARED_STAGES:
         return "shared", stage
     if stage == "truncation" or path.name.startswith("choppy"):
@@ -70,7 +81,8 @@ def main() -> None:
     parser.add_argument("--benchmarks", default="benchmarks")
     parser.add_argument("--out", default="bench/results/study_time.md")
     args = parser.parse_args()
-    papers = run_papers(yaml.safe_load(Path(args.config).read_text()))
+    config = yaml.safe_load(Path(args.config).read_text())
+    papers, socialformer_texts = run_papers(config), study_encoder_texts(config)
     root = Path(args.benchmarks)
     wall, cpu, jobs = defaultdict(float), defaultdict(float), defaultdict(int)
     seen_runs, stale = set(), []
@@ -80,7 +92,7 @@ def main() -> None:
             rows = list(csv.DictReader(handle, delimiter="\t"))
         if not rows:
             continue
-        key = job_paper(relative, papers)
+        key = job_paper(relative, papers, socialformer_texts)
         if key is None:
             stale.append(str(relative))
             continue
