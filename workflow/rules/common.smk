@@ -397,10 +397,12 @@ if socialformer_active():
 
 
 def socialformer_rows(table):
-    """Table rows: BM25 first in Table 1, then the configured {label, run, length, window} entries."""
+    """Table rows: the first-stage BM25 (and QL, when configured) first in Table 1, as in the paper, then the
+    configured {label, run, length, window} entries."""
     dataset = SOCIAL["dataset"]
-    bm25 = [{"label": "BM25", "dataset": dataset, "system": "bm25"}] if table == "table1" else []
-    return bm25 + [{"label": row["label"], "dataset": dataset, "system": run_system(row["run"]),
+    first_stage = [{"label": label, "dataset": dataset, "system": system}
+                   for label, system in (("BM25", "bm25"), ("QL", "ql")) if system in SYSTEMS] if table == "table1" else []
+    return first_stage + [{"label": row["label"], "dataset": dataset, "system": run_system(row["run"]),
                     **{key: row[key] for key in ("length", "window") if key in row}} for row in SOCIAL[table]]
 
 
