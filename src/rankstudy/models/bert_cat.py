@@ -26,6 +26,8 @@ Deliberate choices:
 * The head is initialised N(0, initializer_range) with bias 0, as BERT's classification heads —
   unless the encoder directory carries a fine-tuned head (an exported warm start,
   ``nn.pretrained.score_head``), which it then starts from.
+* ``train_embeddings: false`` keeps the encoder's word embeddings as loaded (the study encoder's
+  word2vec rows, ``nn.study_encoder``); they are then left out of the optimiser.
 * ``PARAM_GROUPS`` puts the encoder in optimiser group ``encoder`` (fine-tuning learning rate,
   3e-6 … 3e-5) and the head in ``default`` (e.g. 1e-3).
 * The constructor takes (and ignores) ``embeddings``: the study builds every model as
@@ -70,7 +72,8 @@ class BertCat(nn.Module):
         super().__init__()
         self.config = config
         self.cls_id, self.sep_id = special_ids(load_tokenizer(config.encoder), config.encoder)
-        self.encoder = load_encoder(config.encoder, layers=config.encoder_layers, train_embeddings=config.train_embeddings,
+        self.encoder = load_encoder(config.encoder, layers=config.encoder_layers,
+                                    train_embeddings=config.train_embeddings,
                                     **attention_dropout_override(config.attention_dropout))
         drop_pooler(self.encoder)
         positions = getattr(self.encoder.config, "max_position_embeddings", None)

@@ -133,7 +133,8 @@ class PassageRanker(nn.Module):
         super().__init__()
         self.config = config
         self.cls_id, self.sep_id = special_ids(load_tokenizer(config.encoder), config.encoder)
-        self.encoder = load_encoder(config.encoder, layers=config.encoder_layers, train_embeddings=config.train_embeddings,
+        self.encoder = load_encoder(config.encoder, layers=config.encoder_layers,
+                                    train_embeddings=config.train_embeddings,
                                     **attention_dropout_override(config.attention_dropout))
         drop_pooler(self.encoder)
         self.max_length = self.encoder.config.max_position_embeddings

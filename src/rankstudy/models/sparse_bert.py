@@ -175,7 +175,8 @@ class SparseBert(nn.Module):
         super().__init__()
         self.config = config
         self.cls_id, self.sep_id = special_ids(load_tokenizer(config.encoder), config.encoder)
-        self.encoder = load_encoder(config.encoder, layers=config.encoder_layers, train_embeddings=config.train_embeddings, attn_implementation="sdpa",
+        self.encoder = load_encoder(config.encoder, layers=config.encoder_layers,
+                                    train_embeddings=config.train_embeddings, attn_implementation="sdpa",
                                     **attention_dropout_override(config.attention_dropout))
         if self.encoder.config._attn_implementation != "sdpa":
             raise ConfigError(f"models.sparse_bert: encoder {config.encoder!r} does not support SDPA attention, "

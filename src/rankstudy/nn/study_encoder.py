@@ -17,6 +17,11 @@ study therefore builds a BERT-architecture encoder of its own, sized for a CPU:
 * **Input embeddings**: the row of every token that is a word of the study's vocabulary is that
   word's word2vec/fastText vector (the synonymy the synthetic data hides is in them); the other
   rows (special tokens, sub-words) keep BERT's initialisation, N(0, initializer_range).
+* **Attention** (``attention_init: identity``, the default): every layer's query and key
+  projections start as the identity, so the attention logits start as dot products of the
+  (word-vector) inputs and synonyms attend to each other from the first step; ``bert`` keeps BERT's
+  random initialisation. Measured on the synthetic passages (docs/socialformer.md), the identity
+  start is what lets the small cross-encoder learn to match within a CPU budget.
 * **Masked-LM pre-training** (optional, ``mlm_steps`` > 0): ``BertForMaskedLM`` (decoder tied to
   the input embeddings) on windows of ``mlm_length`` tokens of the collection, masked by
   ``DataCollatorForLanguageModeling`` (15 %: 80 % [MASK], 10 % random, 10 % kept), AdamW. The
@@ -98,12 +103,14 @@ class StudyEncoderConfig:
 
 
 def _backend(model):
-    from tokenizers import Tokenizer, normalizers, pre_tokenizers, processors
+    """A ``tokenizers`` pipeline around ``model``: BERT's normaliser (lower-case, accents stripped)
+    and pre-tokeniser (whitespace and punctuation)."""
+    from tokenizers import Tokenizer, normalizers, pre_tokenizers
 
     tokenizer = Tokenizer(model)
     tokenizer.normalizer = normalizers.BertNormalizer(lowercase=True, strip_accents=True, clean_text=True)
     tokenizer.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
-    return tokenizer, processors
+    return tokenizer
 
 
 def _wrap(tokenizer):
@@ -127,8 +134,7 @@ def word_tokenizer(vocab: Vocabulary):
     table = {token: index for index, token in enumerate(SPECIAL_TOKENS)}
     for term in vocab.terms[len(SPECIALS):]:
         table.setdefault(term, len(table))
-    tokenizer, _ = _backend(WordLevel(table, unk_token="[UNK]"))
-    return _wrap(tokenizer)
+    return _wrap(_backend(WordLevel(table, unk_token="[UNK]")))
 
 
 def wordpiece_tokenizer(texts: Iterator[str], vocab_size: int):
@@ -136,7 +142,7 @@ def wordpiece_tokenizer(texts: Iterator[str], vocab_size: int):
     from tokenizers import decoders, trainers
     from tokenizers.models import WordPiece
 
-    tokenizer, _ = _backend(WordPiece(unk_token="[UNK]"))
+    tokenizer = _backend(WordPiece(unk_token="[UNK]"))
     tokenizer.decoder = decoders.WordPiece()
     trainer = trainers.WordPieceTrainer(vocab_size=vocab_size, special_tokens=list(SPECIAL_TOKENS),
                                         show_progress=False)
@@ -177,8 +183,8 @@ def copy_word_vectors(embedding: torch.nn.Embedding, tokenizer, vocab: Vocabular
                          f"({len(vocab)}, {embedding.embedding_dim}) for the vocabulary")
     rows, sources = [], []
     for token, row in tokenizer.get_vocab().items():
-        term_id = vocab.id(token) if token not in SPECIAL_TOKENS else None
-        if term_id is not None and term_id >= len(SPECIALS):
+        term_id = vocab.id(token)  # <pad>/<oov> (ids 0, 1) for special tokens and non-words
+        if term_id >= len(SPECIALS):
             rows.append(row)
             sources.append(term_id)
     with torch.no_grad():
@@ -249,7 +255,9 @@ def build_study_encoder(collection: str | os.PathLike, vocab_dir: str | os.PathL
 
     vocab = Vocabulary.load(vocab_dir)
     vectors = load_embeddings(embeddings, vocab)
-    texts = [text for _, text in iter_collection(collection)]
+    # the collection's text is needed only to train WordPiece or to pre-train
+    needs_text = config.tokenizer == "wordpiece" or config.mlm_steps > 0
+    texts = [text for _, text in iter_collection(collection)] if needs_text else []
     if config.tokenizer == "word":
         tokenizer = word_tokenizer(vocab)
     else:

@@ -249,7 +249,8 @@ class Socialformer(nn.Module):
         super().__init__()
         self.config = config
         self.cls_id, self.sep_id = special_ids(load_tokenizer(config.encoder), config.encoder)
-        self.encoder = load_encoder(config.encoder, config.encoder_layers, train_embeddings=config.train_embeddings)
+        self.encoder = load_encoder(config.encoder, config.encoder_layers,
+                                    train_embeddings=config.train_embeddings)
         encoder_config = self.encoder.config
         positions = getattr(encoder_config, "max_position_embeddings", None)
         if positions is not None and config.max_length > positions:
