@@ -1,5 +1,6 @@
 import json
 import os
+import shlex
 
 from snakemake.utils import min_version, validate
 
@@ -72,7 +73,7 @@ def encoder_location(name):
 
 def encoder_build(name):
     """Input list of a job that loads encoder ``name``: the study encoder's directory, if it is one."""
-    return [f"encoders/{name}"] if name in ENCODERS else []
+    return [encoder_location(name)] if name in ENCODERS else []
 
 
 def is_wordpiece(emb):
@@ -90,7 +91,7 @@ def store_encoder_input(wildcards):
 
 def store_tokens_arg(wildcards, input):
     if is_wordpiece(wildcards.emb):
-        return f"--encoder {encoder_location(EMBEDDINGS[wildcards.emb]['encoder'])}"
+        return f"--encoder {shlex.quote(encoder_location(EMBEDDINGS[wildcards.emb]['encoder']))}"
     return f"--vocab {input.vocab}"
 
 

@@ -171,9 +171,9 @@ def batch_loss(model, batch: Sequence[tuple], listwise: bool, query_store, doc_s
     per_query = len(docids) // len(batch)
     query = torch.as_tensor(query_store.batch(qids, cfg.max_query_length), dtype=torch.long, device=device)
     docs = torch.as_tensor(doc_store.batch(docids, cfg.max_doc_length), dtype=torch.long, device=device)
-    positives = docs[::per_query] if listwise else docs[:len(batch)]
     queries = query.repeat_interleave(per_query, dim=0) if listwise else torch.cat([query, query])
     if cfg.query_negatives:
+        positives = docs[::per_query] if listwise else docs[:len(batch)]
         queries = torch.cat([queries, query.roll(-1, dims=0)])
         docs = torch.cat([docs, positives])
     scores = model(queries, docs)
