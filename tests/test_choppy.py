@@ -48,7 +48,7 @@ def test_config_validation():
 
 @pytest.mark.parametrize("normalize", [False, True])
 def test_shapes_and_padding_mask(normalize):
-    model = small_model(normalize_scores=normalize)
+    model = small_model(score_scaling="list" if normalize else "raw")
     scores = torch.rand(3, 10).sort(dim=1, descending=True).values
     lengths = torch.tensor([10, 6, 1])
     logits = model(scores, lengths)
@@ -152,3 +152,45 @@ def test_same_seed_same_model():
     assert np.array_equal(first[0], second[0]) and np.array_equal(first[1], second[1])
     other = train_choppy(train, dev, cfg, seed=8, device="cpu")[1]
     assert other != runs[0][1]
+
+
+def offset_lists(n: int, rng: np.random.Generator, width: int = 30, relevant=None, level=None):
+    """BM25-like lists: each at its own level (5 to 40) with a drop of 3 after its k relevant documents.
+
+    The level says nothing about the cut; only the shape does (the failure of issue 19: a Choppy fed raw
+    scores next to N(0, 1) positional embeddings learned one cut for every list)."""
+    relevant = rng.integers(1, 16, n) if relevant is None else np.asarray(relevant)
+    level = rng.uniform(5, 40, (n, 1)) if level is None else np.full((n, 1), level)
+    scores = level + np.where(np.arange(width)[None, :] < relevant[:, None], 3.0, 0.0) + rng.normal(0, 0.3, (n, width))
+    scores = -np.sort(-scores, axis=1)
+    labels = np.arange(width)[None, :] < relevant[:, None]
+    tables = 2 * np.cumsum(labels, 1) / (np.arange(1, width + 1)[None, :] + relevant[:, None])
+    return scores.astype(np.float32), tables.astype(np.float32), np.full(n, width), relevant
+
+
+def test_the_cut_follows_the_scores_not_the_rank():
+    rng = np.random.default_rng(3)
+    train, dev = offset_lists(600, rng)[:3], offset_lists(60, rng)[:3]
+    cfg = ChoppyConfig(**{**SMALL, "lr": 1e-3, "batch_size": 8, "epochs": 15, "patience": 15})
+    model, _ = train_choppy(train, dev, cfg, seed=1, device="cpu")
+    scores, tables, lengths, relevant = offset_lists(200, np.random.default_rng(4))
+    cuts, _ = predict(model, scores, lengths, "cpu")
+    assert np.corrcoef(cuts, relevant)[0, 1] > 0.9
+    assert tables[np.arange(200), cuts - 1].mean() > 0.9  # the same with N(0, 1) positions: 0.80
+    # two lists of the same length and level, their best cuts 3 and 12: two different cuts
+    pair, _, pair_lengths, _ = offset_lists(2, np.random.default_rng(5), relevant=[3, 12], level=20.0)
+    pair_cuts, _ = predict(model, pair, pair_lengths, "cpu")
+    assert abs(pair_cuts[0] - 3) <= 1 and abs(pair_cuts[1] - 12) <= 1
+    # the same lists with their scores flattened: the cut no longer depends on them
+    flat_cuts, _ = predict(model, np.full_like(scores, 20.0), lengths, "cpu")
+    assert len(set(flat_cuts.tolist())) == 1
+
+
+def test_training_scores_set_the_standardisation():
+    model = small_model()
+    scores = torch.tensor([[30.0, 20.0, 10.0, 10.0], [8.0, 6.0, 99.0, 99.0]])
+    model.fit_score_scale(scores, torch.tensor([3, 2]))  # padding (99) is not a score
+    real = torch.tensor([30.0, 20.0, 10.0, 8.0, 6.0])
+    assert model.score_mean.item() == pytest.approx(real.mean().item())
+    assert model.score_std.item() == pytest.approx(real.std().item())
+    assert "score_mean" in model.state_dict()  # saved with the weights

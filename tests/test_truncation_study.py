@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from rankstudy.errors import StudyError
-from rankstudy.truncation.experiment import TruncationConfig, run_study, split_queries
+from rankstudy.truncation.experiment import TruncationConfig, run_grid, run_study, split_queries
 
 
 def toy_run(queries=60, length=30, seed=0):
@@ -37,8 +37,8 @@ def test_study_runs_every_method_and_is_deterministic():
     run, qrels = toy_run()
     cfg = TruncationConfig(n=20, fixed_k=[5, 10], choppy={"d_model": 16, "heads": 2, "layers": 1, "epochs": 3},
                            bicut={"epochs": 2, "hidden": 8}, grid_d=[8], grid_heads=[1, 2], device="cpu")
-    first = run_study(run, qrels, cfg, seed=3, grid=True)
-    again = run_study(run, qrels, cfg, seed=3, grid=True)
+    first = run_study(run, qrels, cfg, seed=3)
+    again = run_study(run, qrels, cfg, seed=3)
     results = first["results"]
     assert set(results["method"]) == {"Oracle", "Fixed-5", "Fixed-10", "BiCut", "Choppy"} | {
         m for m in results["method"] if m.startswith("Greedy-k")}
@@ -46,6 +46,23 @@ def test_study_runs_every_method_and_is_deterministic():
     for metric, rows in results.groupby("metric"):
         oracle = rows.loc[rows["method"] == "Oracle", "value"].item()
         assert (rows["value"] <= oracle + 1e-6).all(), metric
-    assert results.equals(again["results"]) and first["grid"].equals(again["grid"])
-    assert len(first["grid"]) == 4 and set(first["fig1"]) == {"f1", "dcg"}
-    assert len(first["fig1"]["f1"]["probabilities"]) == 3
+    fixed = results[results["method"].str.startswith(("Fixed", "Greedy"))]
+    assert (fixed["cut_sd"] == 0).all() and (results["cut_sd"] >= 0).all()
+    assert results.equals(again["results"]) and first["settings"] == again["settings"]
+    assert set(first["fig1"]) == {"f1", "dcg"} and len(first["fig1"]["f1"]["probabilities"]) == 3
+    # what the caption needs: the split, each Choppy's settings and epochs, BiCut's alpha as chosen
+    settings = first["settings"]
+    assert settings["split"] == {"test": 12, "dev": 6, "train": 42}
+    assert settings["choppy_f1"]["d_model"] == 16 and settings["choppy_f1"]["epochs_run"] <= 3
+    assert settings["bicut"]["alpha"] == 0.65 and list(settings["bicut"]["dev_f1_by_alpha"]) == [0.65]
+
+
+def test_the_grid_is_its_own_study():
+    run, qrels = toy_run()
+    cfg = TruncationConfig(n=20, choppy={"layers": 1, "epochs": 2}, grid_d=[8], grid_heads=[1, 2], device="cpu")
+    grid = run_grid(run, qrels, cfg, seed=3)
+    assert grid[["metric", "d_model", "heads"]].values.tolist() == [
+        ["f1", 8, 1], ["f1", 8, 2], ["dcg", 8, 1], ["dcg", 8, 2]]
+    assert grid.equals(run_grid(run, qrels, cfg, seed=3))
+    with pytest.raises(StudyError, match="grid is empty"):
+        run_grid(run, qrels, TruncationConfig(n=20, device="cpu"), seed=3)

@@ -10,6 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from conftest import REPO
@@ -59,8 +60,9 @@ def test_dry_run_lists_the_study_jobs(tmp_path):
     assert result.returncode == 0, result.stderr
     counts = job_counts(result.stdout + result.stderr)
     assert counts == {
-        # first stage: 2 datasets x 2 systems (bm25, ql) x 3 splits
-        "dataset_synthetic_passage": 1, "dataset_synthetic_doc": 1, "index": 2, "first_stage": 12,
+        # first stage: 3 datasets (passages, documents, the Choppy study's lists) x 2 systems (bm25, ql) x 3 splits
+        "dataset_synthetic_passage": 1, "dataset_synthetic_doc": 1, "dataset_synthetic_lists": 1, "index": 3,
+        "first_stage": 18,
         "first_stage_table": 1,
         # text: word2vec, fastText (passages only) and the study encoder's stores (both datasets: the
         # Socialformer runs' warm-start cross-encoder trains on the passages); the study encoder
@@ -75,15 +77,15 @@ def test_dry_run_lists_the_study_jobs(tmp_path):
         # TK runs: (p1 x 3, p2, d1, d2 x 3, d3, knrm, conv_knrm) x dev/test; TKL runs: 13 x dev/test;
         # Socialformer runs: 15 x dev/test; full task likewise
         "rerank": 22 + 26 + 30, "tune_depth": 11 + 13 + 15, "full_task": 22 + 26 + 30, "ensemble": 2,
-        "evaluate": 12 + 46 + 52 + 60, "tk_table2": 1, "tk_table3_4": 1, "tk_view": 1, "efficiency": 1,
+        "evaluate": 18 + 46 + 52 + 60, "tk_table2": 1, "tk_table3_4": 1, "tk_view": 1, "efficiency": 1,
         # TKL paper: Tables 1-2, the evidence table, Figs. 1-3 (Fig. 3 from TKL's regions)
         "tkl_table": 2, "tkl_evidence": 1, "tkl_fig1": 1, "tkl_fig2": 1, "tkl_regions": 1, "tkl_fig3": 1,
         # Socialformer paper: Tables 1-2, Figs. 4-6, learning curves
         "socialformer_table": 2, "socialformer_fig4": 1, "socialformer_fig5": 1, "socialformer_fig6": 1,
         "socialformer_curves": 1,
-        # Choppy paper: BM25 and TK-ensemble lists
-        "truncation": 2, "choppy_table1": 1, "choppy_figures": 1,
-        "all": 1, "total": 472,
+        # Choppy paper: BM25 and TK-ensemble lists, Table 1, Fig. 1 and Fig. 2's grid
+        "truncation": 2, "truncation_grid": 2, "choppy_table1": 1, "choppy_fig1": 1, "choppy_fig2": 1,
+        "all": 1, "total": 489,
     }
 
 
@@ -135,6 +137,9 @@ def test_the_tiny_study_runs_end_to_end(tiny_study):
     assert "docs_per_ms" in (results / "efficiency.csv").read_text()
     choppy = (results / "tables" / "choppy_table1.md").read_text()
     assert "| Choppy " in choppy and "| Oracle " in choppy and "| BiCut " in choppy
+    assert "cut sd (F1)" in choppy and "p vs Greedy-k (F1)" in choppy and "Choppy d=16, 2 heads, 1 layers" in choppy
+    histogram = pd.read_csv(results / "figures" / "choppy_fig1.csv")
+    assert {"run", "metric", "method", "1", "2-5"} <= set(histogram.columns)
     assert (results / "figures" / "choppy_fig1.png").stat().st_size > 0
     assert (results / "figures" / "choppy_fig2.pdf").stat().st_size > 0
     table1 = (results / "tables" / "tkl_table1.md").read_text()

@@ -299,8 +299,9 @@ def _truncation(args: argparse.Namespace) -> None:
                                                ("test", args.test_qids)) if path}
     if qid_lists and len(qid_lists) != 3:
         raise StudyError("give all three of --train-qids, --dev-qids and --test-qids, or none")
-    run_from_files(Path(args.run), Path(args.qrels), json.loads(args.config), args.seed, Path(args.out),
-                   grid=args.grid, qid_lists=qid_lists)
+    run_from_files(Path(args.run), Path(args.qrels), json.loads(args.config), args.seed,
+                   Path(args.out) if args.out else None, qid_lists,
+                   Path(args.grid_out) if args.grid_out else None)
 
 
 def _choppy_report(args: argparse.Namespace) -> None:
@@ -308,9 +309,9 @@ def _choppy_report(args: argparse.Namespace) -> None:
 
     studies = [Path(p) for p in args.studies]
     if args.what == "table1":
-        choppy.table1(studies, args.names, Path(args.out_prefix), args.caption_note)
+        choppy.table1(studies, args.names, Path(args.out_prefix))
     elif args.what == "fig1":
-        choppy.figure1(studies[0], Path(args.out_prefix))
+        choppy.figure1(studies, args.names, Path(args.out_prefix))
     else:
         choppy.figure2(studies, args.names, Path(args.out_prefix))
 
@@ -558,8 +559,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--qrels", required=True)
     p.add_argument("--config", required=True, help="the truncation config section as JSON")
     p.add_argument("--seed", type=int, required=True)
-    p.add_argument("--out", required=True, help="output directory")
-    p.add_argument("--grid", action="store_true", help="also train Choppy over the d x heads grid (Fig. 2)")
+    target = p.add_mutually_exclusive_group(required=True)
+    target.add_argument("--out", help="output directory of the study (every method, both metrics)")
+    target.add_argument("--grid-out", help="only train Choppy over the d x heads grid (Fig. 2) and write this CSV")
     p.add_argument("--train-qids", help="file with one train query id per line (else a seeded split)")
     p.add_argument("--dev-qids")
     p.add_argument("--test-qids")
@@ -569,7 +571,6 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("what", choices=["table1", "fig1", "fig2"])
     p.add_argument("--studies", nargs="+", required=True, help="truncation output directories")
     p.add_argument("--names", nargs="+", required=True, help="run-type name of each study")
-    p.add_argument("--caption-note", default="")
     p.add_argument("--out-prefix", required=True)
     p.set_defaults(handler=_choppy_report)
 

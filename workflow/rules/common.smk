@@ -323,6 +323,11 @@ def truncation_names():
             if "run" in spec or spec.get("dataset") in FIRST_STAGE["datasets"]]
 
 
+def truncation_grid():
+    """Whether the config asks for Fig. 2's d x heads grid."""
+    return bool(TRUNCATION.get("grid_d")) and bool(TRUNCATION.get("grid_heads"))
+
+
 def truncation_qid_args(name):
     spec = TRUNCATION["runs"][name]
     return " ".join(f"--{part}-qids {spec[f'{part}_qids']}" for part in ("train", "dev", "test")

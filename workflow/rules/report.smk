@@ -132,7 +132,7 @@ rule truncation:
         results="results/truncation/{name}/results.csv",
         per_query="results/truncation/{name}/per_query.csv",
         fig1="results/truncation/{name}/fig1.json",
-        grid="results/truncation/{name}/grid.csv",
+        settings="results/truncation/{name}/settings.json",
     log:
         "logs/truncation/{name}.log",
     conda:
@@ -146,17 +146,44 @@ rule truncation:
         qids=lambda wc: truncation_qid_args(wc.name),
         out=lambda wildcards, output: os.path.dirname(output.results),
     resources:
-        mem_mb=4000,
-        runtime=120,
+        mem_mb=2000,
+        runtime=60,
         gpu=gpus(TRUNCATION.get("device", "auto")),
     shell:
         "python -m rankstudy truncation --run {input.run} --qrels {input.qrels} --config {params.settings:q}"
-        " --seed {params.seed} --out {params.out} --grid {params.qids} 2> {log}"
+        " --seed {params.seed} --out {params.out} {params.qids} 2> {log}"
+
+
+# Fig. 2 only: Choppy over the d x heads grid on the same split (not needed by Table 1)
+rule truncation_grid:
+    input:
+        unpack(lambda wc: truncation_inputs(wc.name)),
+    output:
+        "results/truncation/{name}/grid.csv",
+    log:
+        "logs/truncation/{name}.grid.log",
+    conda:
+        "../../environment.yml"
+    benchmark:
+        "benchmarks/truncation/{name}.grid.tsv"
+    threads: NEURAL["threads"]
+    params:
+        settings=as_json({k: v for k, v in TRUNCATION.items() if k != "runs"}),
+        seed=config["seed"],
+        qids=lambda wc: truncation_qid_args(wc.name),
+    resources:
+        mem_mb=2000,
+        runtime=60,
+        gpu=gpus(TRUNCATION.get("device", "auto")),
+    shell:
+        "python -m rankstudy truncation --run {input.run} --qrels {input.qrels} --config {params.settings:q}"
+        " --seed {params.seed} --grid-out {output} {params.qids} 2> {log}"
 
 
 rule choppy_table1:
     input:
-        expand("results/truncation/{name}/results.csv", name=truncation_names()),
+        expand("results/truncation/{name}/{file}", name=truncation_names(),
+               file=["results.csv", "per_query.csv", "settings.json"]),
     output:
         report("results/tables/choppy_table1.csv", caption="../report/choppy.rst", category="Choppy"),
         "results/tables/choppy_table1.md",
@@ -166,39 +193,55 @@ rule choppy_table1:
     conda:
         "../../environment.yml"
     params:
-        studies=lambda wildcards, input: [os.path.dirname(path) for path in input],
+        studies=expand("results/truncation/{name}", name=truncation_names()),
         names=truncation_names(),
-        note=f"Lists cut to the top {TRUNCATION['n']}; Choppy d={TRUNCATION['choppy'].get('d_model', 128)}.",
         prefix=lambda wildcards, output: output[0].removesuffix(".csv"),
     resources:
         mem_mb=1000,
         runtime=15,
     shell:
         "python -m rankstudy choppy-report table1 --studies {params.studies} --names {params.names}"
-        " --caption-note={params.note:q} --out-prefix {params.prefix} 2> {log}"
+        " --out-prefix {params.prefix} 2> {log}"
 
 
-rule choppy_figures:
+rule choppy_fig1:
     input:
-        fig1=expand("results/truncation/{name}/fig1.json", name=truncation_names()[:1]),
-        grids=expand("results/truncation/{name}/grid.csv", name=truncation_names()),
+        expand("results/truncation/{name}/{file}", name=truncation_names(), file=["fig1.json", "per_query.csv"]),
     output:
         report(multiext("results/figures/choppy_fig1", ".png", ".pdf"), caption="../report/choppy.rst",
                category="Choppy"),
-        report(multiext("results/figures/choppy_fig2", ".png", ".pdf"), caption="../report/choppy.rst",
-               category="Choppy"),
+        "results/figures/choppy_fig1.csv",
     log:
-        "logs/report/choppy_figures.log",
+        "logs/report/choppy_fig1.log",
     conda:
         "../../environment.yml"
     params:
-        first=lambda wildcards, input: os.path.dirname(input.fig1[0]),
-        studies=lambda wildcards, input: [os.path.dirname(path) for path in input.grids],
+        studies=expand("results/truncation/{name}", name=truncation_names()),
         names=truncation_names(),
     resources:
         mem_mb=2000,
-        runtime=30,
+        runtime=15,
     shell:
-        "(python -m rankstudy choppy-report fig1 --studies {params.first} --names {params.names[0]}"
-        " --out-prefix results/figures/choppy_fig1 && python -m rankstudy choppy-report fig2"
-        " --studies {params.studies} --names {params.names} --out-prefix results/figures/choppy_fig2) 2> {log}"
+        "python -m rankstudy choppy-report fig1 --studies {params.studies} --names {params.names}"
+        " --out-prefix results/figures/choppy_fig1 2> {log}"
+
+
+rule choppy_fig2:
+    input:
+        expand("results/truncation/{name}/grid.csv", name=truncation_names()),
+    output:
+        report(multiext("results/figures/choppy_fig2", ".png", ".pdf"), caption="../report/choppy.rst",
+               category="Choppy"),
+    log:
+        "logs/report/choppy_fig2.log",
+    conda:
+        "../../environment.yml"
+    params:
+        studies=expand("results/truncation/{name}", name=truncation_names()),
+        names=truncation_names(),
+    resources:
+        mem_mb=2000,
+        runtime=15,
+    shell:
+        "python -m rankstudy choppy-report fig2 --studies {params.studies} --names {params.names}"
+        " --out-prefix results/figures/choppy_fig2 2> {log}"

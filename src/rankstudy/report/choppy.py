@@ -8,37 +8,77 @@ from typing import Sequence
 
 import pandas as pd
 
+from rankstudy.atomic import atomic_open
 from rankstudy.errors import StudyError
 from rankstudy.report.figures import plt, save_figure
 from rankstudy.report.tables import write_table
+from rankstudy.significance import wilcoxon_p
 
 METRIC_NAMES = {"f1": "F1", "dcg": "DCG"}
 
 
-def table1(study_dirs: Sequence[Path], names: Sequence[str], out_prefix: Path, caption_note: str = "") -> pd.DataFrame:
-    """Methods x (run type, metric), with Choppy's and every method's relative gain over BiCut on F1."""
-    frames = []
+def table1(study_dirs: Sequence[Path], names: Sequence[str], out_prefix: Path) -> pd.DataFrame:
+    """Methods x (run type, metric): mean test value, the spread of the per-query cuts, the paired test
+    against Greedy-k, and every method's relative gain over BiCut on F1; the caption lists every setting."""
+    frames, settings = [], []
     for name, directory in zip(names, study_dirs):
         results = pd.read_csv(Path(directory) / "results.csv")
-        results["method"] = results["method"].str.replace(r"^Greedy-k.*", "Greedy-k", regex=True)
-        values = results.pivot(index="method", columns="metric", values="value").rename(columns=METRIC_NAMES)
-        cuts = results.pivot(index="method", columns="metric", values="mean_cut")
-        wide = values.join(cuts.rename(columns={m: f"mean cut ({METRIC_NAMES[m]})" for m in cuts.columns}))
+        per_query = pd.read_csv(Path(directory) / "per_query.csv", dtype={"qid": str})
+        for frame in (results, per_query):
+            frame["method"] = frame["method"].str.replace(r"^Greedy-k.*", "Greedy-k", regex=True)
+        wide = results.pivot(index="method", columns="metric", values="value").rename(columns=METRIC_NAMES)
+        for column, label in (("mean_cut", "mean cut"), ("cut_sd", "cut sd")):
+            spread = results.pivot(index="method", columns="metric", values=column)
+            wide = wide.join(spread.rename(columns={m: f"{label} ({METRIC_NAMES[m]})" for m in spread.columns}))
+        for metric in results["metric"].unique():
+            wide[f"p vs Greedy-k ({METRIC_NAMES[metric]})"] = _p_against(per_query, metric, "Greedy-k")
         bicut = wide.loc["BiCut", "F1"] if "BiCut" in wide.index else None
         wide["F1 gain over BiCut (%)"] = (wide["F1"] / bicut - 1) * 100 if bicut else None
         frames.append(wide.reset_index().assign(run=name))
+        settings.append(f"{name}: {settings_caption(json.loads((Path(directory) / 'settings.json').read_text()))}")
     if not frames:
         raise StudyError("Choppy Table 1: no truncation results")
-    columns = ["run", "method", "F1", "DCG", "F1 gain over BiCut (%)", "mean cut (F1)", "mean cut (DCG)"]
+    columns = ["run", "method", "F1", "DCG", "F1 gain over BiCut (%)", "p vs Greedy-k (F1)", "p vs Greedy-k (DCG)",
+               "mean cut (F1)", "cut sd (F1)", "mean cut (DCG)", "cut sd (DCG)"]
     table = pd.concat(frames, ignore_index=True).reindex(columns=columns)
     order = {m: i for i, m in enumerate(["Oracle", "Fixed", "Greedy", "BiCut", "Choppy"])}
     table["_order"] = table["method"].map(lambda m: next((v for k, v in order.items() if m.startswith(k)), 9))
     table = table.sort_values(["run", "_order", "method"], key=lambda c: c.map(_natural) if c.name == "method" else c)
     table = table.drop(columns="_order").reset_index(drop=True)
     write_table(table, out_prefix, "Choppy paper Table 1: mean F1 and penalised DCG on the test queries when "
-                "each method cuts the ranked lists (BiCut: F1 only, as the paper); Greedy-k's k is its mean cut. "
-                + caption_note)
+                "each method cuts the ranked lists (BiCut: F1 only, as the paper); Greedy-k's k is its mean cut; "
+                "cut sd: the standard deviation of the per-query cuts (0: the same cut for every query); "
+                "p: paired Wilcoxon test against Greedy-k. Settings, " + "; ".join(settings) + ".")
     return table
+
+
+def _p_against(per_query: pd.DataFrame, metric: str, baseline: str) -> pd.Series:
+    """Per method, the paired Wilcoxon p-value of its per-query values against ``baseline``'s."""
+    rows = per_query[per_query["metric"] == metric]
+    values = {method: dict(zip(group["qid"], group["value"])) for method, group in rows.groupby("method")}
+    if baseline not in values:
+        return pd.Series(dtype=float)
+    return pd.Series({method: wilcoxon_p(v, values[baseline]) for method, v in values.items() if method != baseline})
+
+
+def settings_caption(settings: dict) -> str:
+    """The settings a study's models were trained with (settings.json), in words."""
+    split = settings["split"]
+    parts = [f"top {settings['n']}, {split['train']}/{split['dev']}/{split['test']} train/dev/test queries"]
+    choppy = settings.get("choppy_f1") or settings.get("choppy_dcg")
+    if choppy:
+        epochs = "/".join(str(settings[f"choppy_{m}"]["epochs_run"]) for m in ("f1", "dcg") if f"choppy_{m}" in settings)
+        parts.append(f"Choppy d={choppy['d_model']}, {choppy['heads']} heads, {choppy['layers']} layers, "
+                     f"ff {choppy['ff_dim']}, dropout {choppy['dropout']} (attention {choppy['attention_dropout']}), "
+                     f"Adam lr {choppy['lr']}, batch {choppy['batch_size']}, at most {choppy['epochs']} epochs "
+                     f"(patience {choppy['patience']}; ran {epochs} for F1/DCG), scores {choppy['score_scaling']}, "
+                     f"position init sd {choppy['position_init_std']}")
+    bicut = settings.get("bicut")
+    if bicut:
+        tried = ", ".join(f"{alpha}" for alpha in bicut["dev_f1_by_alpha"])
+        parts.append(f"BiCut hidden {bicut['hidden']}, {bicut['epochs']} epochs, alpha {bicut['alpha']} "
+                     f"(chosen on dev F1 from {tried})")
+    return ", ".join(parts)
 
 
 def _natural(method: str):
@@ -47,9 +87,27 @@ def _natural(method: str):
     return (prefix, int(number)) if number.isdigit() else (prefix, 0)
 
 
-def figure1(study_dir: Path, out_prefix: Path) -> None:
-    """Per metric: the metric at each cut for three training queries, above Choppy's distribution."""
-    fig1 = json.loads((Path(study_dir) / "fig1.json").read_text())
+CUT_BINS = [1, 2, 6, 11, 21, 51, 101, 301, 1001]  # left edges: 1, 2-5, 6-10, ..., 301-1000
+
+
+def cut_histograms(study_dirs: Sequence[Path], names: Sequence[str]) -> pd.DataFrame:
+    """Per run, metric and method: how many test queries each method cuts in each range of ranks."""
+    rows = []
+    labels = [f"{low}" if high - low == 1 else f"{low}-{high - 1}" for low, high in zip(CUT_BINS, CUT_BINS[1:])]
+    for name, directory in zip(names, study_dirs):
+        per_query = pd.read_csv(Path(directory) / "per_query.csv", dtype={"qid": str})
+        for (metric, method), group in per_query.groupby(["metric", "method"], sort=False):
+            counts = pd.cut(group["cut"], CUT_BINS, right=False, labels=labels).value_counts(sort=False)
+            rows.append({"run": name, "metric": metric, "method": method, **counts.to_dict()})
+    return pd.DataFrame(rows)
+
+
+def figure1(study_dirs: Sequence[Path], names: Sequence[str], out_prefix: Path) -> None:
+    """Per metric: the metric at each cut for three training queries of the first study, above Choppy's
+    distribution; PREFIX.csv: every method's histogram of test cuts in every study."""
+    with atomic_open(Path(f"{out_prefix}.csv")) as out:
+        cut_histograms(study_dirs, names).to_csv(out, index=False)
+    fig1 = json.loads((Path(study_dirs[0]) / "fig1.json").read_text())
     metrics = [m for m in ("f1", "dcg") if m in fig1]
     figure, axes = plt.subplots(2 * len(metrics), 3, figsize=(12, 3.2 * len(metrics) * 2), squeeze=False,
                                 constrained_layout=True)

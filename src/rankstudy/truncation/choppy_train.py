@@ -80,7 +80,9 @@ def train_choppy(train: Data, dev: Data, cfg: ChoppyConfig, seed: int,
     device = resolve_device(device)
     train, dev = _check(train, cfg, "train"), _check(dev, cfg, "dev")
     torch.manual_seed(seed)
-    model = Choppy(cfg).to(device)
+    model = Choppy(cfg)
+    model.fit_score_scale(*(torch.as_tensor(a) for a in (train[0], train[2])))
+    model.to(device)
     optimizer = torch.optim.Adam(model.parameters(), lr=cfg.lr)
     best, best_state, since_best, history = -np.inf, None, 0, []
     for epoch in range(1, cfg.epochs + 1):

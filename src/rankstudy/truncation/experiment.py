@@ -5,14 +5,15 @@ the rest for model selection (never the test part), the remainder for training; 
 from query-id files. For each metric (F1, penalised DCG) the methods are: Oracle (best cut per
 test query), Fixed-k (each configured k), Greedy-k (best k on train, applied to test), BiCut (F1
 only, as the paper) and Choppy. Results: mean and per-query test values, Choppy's distribution
-for three training queries (Fig. 1), and optionally a d x heads grid (Fig. 2).
+for three training queries (Fig. 1), and the settings every model was trained with (for the table's
+caption). The d x heads grid of Fig. 2 is a separate study (``run_grid``) on the same split.
 """
 
 from __future__ import annotations
 
 import json
 import logging
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
@@ -77,28 +78,41 @@ def _part(arrays: Sequence[np.ndarray], index: np.ndarray) -> tuple:
     return tuple(array[index] for array in arrays)
 
 
-def _bicut_cuts(run, qrels, qids, split, train, dev, test, cfg: TruncationConfig, seed: int) -> np.ndarray:
-    """BiCut's test cuts; its cost weight alpha is chosen on dev among ``bicut_alphas`` if given."""
+def _bicut_cuts(run, qrels, qids, split, train, dev, test, cfg: TruncationConfig,
+                seed: int) -> tuple[np.ndarray, dict]:
+    """BiCut's test cuts and settings; its cost weight alpha is chosen on dev among ``bicut_alphas`` if given."""
     labels = build_labels(run, qrels, qids, cfg.n, cfg.rel_threshold)
     train_labels = (train[0], labels[split["train"]], train[2])
-    best = None
+    best, best_settings, dev_f1 = None, None, {}
     for alpha in cfg.bicut_alphas or [None]:
-        settings = cfg.bicut if alpha is None else {**cfg.bicut, "alpha": alpha}
-        model = train_bicut(train_labels, dev, from_dict(BiCutConfig, settings, "truncation.bicut"), seed, cfg.device)
+        settings = from_dict(BiCutConfig, cfg.bicut if alpha is None else {**cfg.bicut, "alpha": alpha},
+                             "truncation.bicut")
+        model = train_bicut(train_labels, dev, settings, seed, cfg.device)
+        dev_f1[settings.alpha] = model.dev_f1
         if best is None or model.dev_f1 > best.dev_f1:
-            best = model
-    return predict_cuts(best, test[0], test[2])
+            best, best_settings = model, settings
+    return predict_cuts(best, test[0], test[2]), {**asdict(best_settings), "dev_f1_by_alpha": dev_f1}
 
 
-def run_study(run: formats.Run, qrels: formats.Qrels, cfg: TruncationConfig, seed: int,
-              given_split: Mapping[str, Sequence[str]] | None = None, grid: bool = False) -> dict[str, Any]:
-    """Every method on both metrics; returns tables of results (see ``write_study``)."""
-    rows, per_query, fig1, grid_rows = [], [], {}, []
+def _choppy_config(cfg: TruncationConfig, **overrides) -> ChoppyConfig:
+    return from_dict(ChoppyConfig, {**cfg.choppy, "max_length": cfg.n, **overrides}, "truncation.choppy")
+
+
+def _splits(run, qrels, cfg: TruncationConfig, seed: int, given_split):
+    """Per metric: (qids, split, train, dev, test) with train/dev/test = (scores, tables, lengths)."""
     split = None
     for metric in METRICS:
         qids, scores, tables, lengths = build_tables(run, qrels, cfg.n, metric, cfg.rel_threshold, cfg.recall_base)
         split = split or split_queries(qids, cfg, seed, given_split)
-        train, dev, test = (_part((scores, tables, lengths), split[p]) for p in ("train", "dev", "test"))
+        yield metric, qids, split, *(_part((scores, tables, lengths), split[p]) for p in ("train", "dev", "test"))
+
+
+def run_study(run: formats.Run, qrels: formats.Qrels, cfg: TruncationConfig, seed: int,
+              given_split: Mapping[str, Sequence[str]] | None = None) -> dict[str, Any]:
+    """Every method on both metrics; returns tables of results (see ``write_study``)."""
+    rows, per_query, fig1 = [], [], {}
+    settings: dict[str, Any] = {"n": cfg.n, "rel_threshold": cfg.rel_threshold, "recall_base": cfg.recall_base}
+    for metric, qids, split, train, dev, test in _splits(run, qrels, cfg, seed, given_split):
         test_qids = [qids[i] for i in split["test"]]
         cuts: dict[str, np.ndarray] = {}
         best_value, best_cut = oracle(test[1])
@@ -108,9 +122,11 @@ def run_study(run: formats.Run, qrels: formats.Qrels, cfg: TruncationConfig, see
         k = greedy_k(train[1])
         cuts[f"Greedy-k (k={k})"] = np.full(len(test_qids), k)
         if metric == "f1":
-            cuts["BiCut"] = _bicut_cuts(run, qrels, qids, split, train, dev, test, cfg, seed)
-        choppy_cfg = from_dict(ChoppyConfig, {**cfg.choppy, "max_length": cfg.n}, "truncation.choppy")
+            cuts["BiCut"], settings["bicut"] = _bicut_cuts(run, qrels, qids, split, train, dev, test, cfg, seed)
+        choppy_cfg = _choppy_config(cfg)
         model, history = train_choppy(train, dev, choppy_cfg, seed, cfg.device)
+        settings[f"choppy_{metric}"] = {**asdict(choppy_cfg), "epochs_run": len(history),
+                                        "best_epoch": max(history, key=lambda h: h["dev_metric"])["epoch"]}
         cuts["Choppy"], _ = predict(model, test[0], test[2], cfg.device)
         _, probabilities = predict(model, train[0][:3], train[2][:3], cfg.device)
         fig1[metric] = {"qids": [qids[i] for i in split["train"][:3]], "tables": train[1][:3].tolist(),
@@ -118,44 +134,58 @@ def run_study(run: formats.Run, qrels: formats.Qrels, cfg: TruncationConfig, see
         for method, method_cuts in cuts.items():
             values = evaluate_cuts(test[1], method_cuts)
             rows.append({"metric": metric, "method": method, "value": float(values.mean()),
-                         "mean_cut": float(np.mean(method_cuts))})
+                         "mean_cut": float(np.mean(method_cuts)), "cut_sd": float(np.std(method_cuts))})
             per_query += [{"metric": metric, "method": method, "qid": q, "value": float(v), "cut": int(c)}
                           for q, v, c in zip(test_qids, values, method_cuts)]
-        if grid:
-            for d_model in cfg.grid_d:
-                for heads in cfg.grid_heads:
-                    cell = from_dict(ChoppyConfig, {**cfg.choppy, "max_length": cfg.n, "d_model": d_model,
-                                                    "heads": heads, "layers": 3}, "truncation.choppy")
-                    model, _ = train_choppy(train, dev, cell, seed, cfg.device)
-                    grid_cuts, _ = predict(model, test[0], test[2], cfg.device)
-                    grid_rows.append({"metric": metric, "d_model": d_model, "heads": heads,
-                                      "value": float(evaluate_cuts(test[1], grid_cuts).mean())})
         log.info("%s: %s", metric, ", ".join(f"{r['method']} {r['value']:.4f}" for r in rows if r["metric"] == metric))
-    sizes = {part: int(len(index)) for part, index in split.items()}
+    settings["split"] = {part: int(len(index)) for part, index in split.items()}
     return {"results": pd.DataFrame(rows), "per_query": pd.DataFrame(per_query), "fig1": fig1,
-            "grid": pd.DataFrame(grid_rows), "split": sizes}
+            "settings": settings}
+
+
+def run_grid(run: formats.Run, qrels: formats.Qrels, cfg: TruncationConfig, seed: int,
+             given_split: Mapping[str, Sequence[str]] | None = None) -> pd.DataFrame:
+    """Fig. 2: Choppy's test value over the d x heads grid (3 layers), the rest of the settings as configured."""
+    rows = []
+    for metric, _, _, train, dev, test in _splits(run, qrels, cfg, seed, given_split):
+        for d_model in cfg.grid_d:
+            for heads in cfg.grid_heads:
+                model, _ = train_choppy(train, dev, _choppy_config(cfg, d_model=d_model, heads=heads, layers=3),
+                                        seed, cfg.device)
+                cuts, _ = predict(model, test[0], test[2], cfg.device)
+                rows.append({"metric": metric, "d_model": d_model, "heads": heads,
+                             "value": float(evaluate_cuts(test[1], cuts).mean())})
+    if not rows:
+        raise StudyError("the Choppy grid is empty: set truncation.grid_d and truncation.grid_heads")
+    return pd.DataFrame(rows)
 
 
 def write_study(study: Mapping[str, Any], out_dir: Path) -> None:
-    """results.csv, per_query.csv, fig1.json, grid.csv (when computed) and split.json, atomically."""
+    """results.csv, per_query.csv, fig1.json and settings.json, atomically."""
     out_dir.mkdir(parents=True, exist_ok=True)
-    for name in ("results", "per_query", "grid"):
+    for name in ("results", "per_query"):
         with atomic_open(out_dir / f"{name}.csv") as out:
             study[name].to_csv(out, index=False)
-    for name in ("fig1", "split"):
+    for name in ("fig1", "settings"):
         with atomic_open(out_dir / f"{name}.json") as out:
-            json.dump(study[name], out)
+            json.dump(study[name], out, indent=1)
 
 
 def read_qid_list(path: str | Path) -> list[str]:
     return [line.strip() for line in Path(path).read_text().splitlines() if line.strip()]
 
 
-def run_from_files(run_path: Path, qrels_path: Path, settings: Mapping[str, Any], seed: int, out_dir: Path,
-                   grid: bool = False, qid_lists: Mapping[str, str] | None = None) -> None:
+def run_from_files(run_path: Path, qrels_path: Path, settings: Mapping[str, Any], seed: int, out_dir: Path | None,
+                   qid_lists: Mapping[str, str] | None = None, grid_out: Path | None = None) -> None:
+    """The study into ``out_dir``; or, with ``grid_out``, only the Fig. 2 grid into that CSV."""
     cfg = from_dict(TruncationConfig, settings, "truncation")
     given = {part: read_qid_list(path) for part, path in (qid_lists or {}).items()} or None
-    study = run_study(formats.read_run(run_path), formats.read_qrels(qrels_path), cfg, seed, given, grid)
+    run, qrels = formats.read_run(run_path), formats.read_qrels(qrels_path)
+    if grid_out is not None:
+        grid = run_grid(run, qrels, cfg, seed, given)
+        with atomic_open(grid_out) as out:
+            grid.to_csv(out, index=False)
+        return
+    study = run_study(run, qrels, cfg, seed, given)
     write_study(study, out_dir)
-    log.info("split %s -> %s", study["split"], out_dir)
-
+    log.info("split %s -> %s", study["settings"]["split"], out_dir)
