@@ -239,7 +239,10 @@ def test_choppy_lists_the_robust04_truncation_job(dry_runs):
     assert job.fields["input"] == "runs/robust04/bm25.test.run, data/robust04/qrels.test.txt"
     settings = job.json_arg("--config")
     assert settings["n"] == 300 and settings["grid_d"] == [32, 64, 128, 256] and settings["grid_heads"] == [1, 2, 4, 8]
-    assert settings["choppy"] == {"d_model": 128, "heads": 8, "layers": 3, "max_length": 300}
+    # the paper's model, every other setting stated (none inherited from the CPU default's)
+    assert settings["choppy"] == {"d_model": 128, "heads": 8, "layers": 3, "ff_dim": 128, "dropout": 0.1, "lr": 3e-4,
+                                  "batch_size": 16, "epochs": 100, "patience": 15, "score_scaling": "train",
+                                  "position_init_std": 0.02}
     assert job.resources["gpu"] == "1"
 
 

@@ -47,7 +47,8 @@ def test_study_runs_every_method_and_is_deterministic():
         oracle = rows.loc[rows["method"] == "Oracle", "value"].item()
         assert (rows["value"] <= oracle + 1e-6).all(), metric
     fixed = results[results["method"].str.startswith(("Fixed", "Greedy"))]
-    assert (fixed["cut_sd"] == 0).all() and (results["cut_sd"] >= 0).all()
+    assert (fixed["cut_sd"] == 0).all() and (results["cut_sd"] >= 0).all() and fixed["cut_rho_oracle"].isna().all()
+    assert results.loc[results["method"] == "Oracle", "cut_rho_oracle"].tolist() == [1.0, 1.0]
     assert results.equals(again["results"]) and first["settings"] == again["settings"]
     assert set(first["fig1"]) == {"f1", "dcg"} and len(first["fig1"]["f1"]["probabilities"]) == 3
     # what the caption needs: the split, each Choppy's settings and epochs, BiCut's alpha as chosen

@@ -27,7 +27,7 @@ def table1(study_dirs: Sequence[Path], names: Sequence[str], out_prefix: Path) -
         for frame in (results, per_query):
             frame["method"] = frame["method"].str.replace(r"^Greedy-k.*", "Greedy-k", regex=True)
         wide = results.pivot(index="method", columns="metric", values="value").rename(columns=METRIC_NAMES)
-        for column, label in (("mean_cut", "mean cut"), ("cut_sd", "cut sd")):
+        for column, label in (("mean_cut", "mean cut"), ("cut_sd", "cut sd"), ("cut_rho_oracle", "cut rho")):
             spread = results.pivot(index="method", columns="metric", values=column)
             wide = wide.join(spread.rename(columns={m: f"{label} ({METRIC_NAMES[m]})" for m in spread.columns}))
         for metric in results["metric"].unique():
@@ -39,7 +39,7 @@ def table1(study_dirs: Sequence[Path], names: Sequence[str], out_prefix: Path) -
     if not frames:
         raise StudyError("Choppy Table 1: no truncation results")
     columns = ["run", "method", "F1", "DCG", "F1 gain over BiCut (%)", "p vs Greedy-k (F1)", "p vs Greedy-k (DCG)",
-               "mean cut (F1)", "cut sd (F1)", "mean cut (DCG)", "cut sd (DCG)"]
+               "mean cut (F1)", "cut sd (F1)", "cut rho (F1)", "mean cut (DCG)", "cut sd (DCG)", "cut rho (DCG)"]
     table = pd.concat(frames, ignore_index=True).reindex(columns=columns)
     order = {m: i for i, m in enumerate(["Oracle", "Fixed", "Greedy", "BiCut", "Choppy"])}
     table["_order"] = table["method"].map(lambda m: next((v for k, v in order.items() if m.startswith(k)), 9))
@@ -47,7 +47,8 @@ def table1(study_dirs: Sequence[Path], names: Sequence[str], out_prefix: Path) -
     table = table.drop(columns="_order").reset_index(drop=True)
     write_table(table, out_prefix, "Choppy paper Table 1: mean F1 and penalised DCG on the test queries when "
                 "each method cuts the ranked lists (BiCut: F1 only, as the paper); Greedy-k's k is its mean cut; "
-                "cut sd: the standard deviation of the per-query cuts (0: the same cut for every query); "
+                "cut sd: the standard deviation of the per-query cuts (0: the same cut for every query); cut rho: "
+                "Spearman's correlation of the per-query cuts with the Oracle's; "
                 "p: paired Wilcoxon test against Greedy-k. Settings, " + "; ".join(settings) + ".")
     return table
 

@@ -19,6 +19,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
+from scipy import stats
 
 from rankstudy import formats
 from rankstudy.atomic import atomic_open
@@ -94,6 +95,13 @@ def _bicut_cuts(run, qrels, qids, split, train, dev, test, cfg: TruncationConfig
     return predict_cuts(best, test[0], test[2]), {**asdict(best_settings), "dev_f1_by_alpha": dev_f1}
 
 
+def _rank_correlation(cuts: np.ndarray, oracle_cuts: np.ndarray) -> float:
+    """Spearman's rho of a method's per-query cuts with the Oracle's (NaN when either is constant)."""
+    if np.ptp(cuts) == 0 or np.ptp(oracle_cuts) == 0:
+        return float("nan")
+    return float(stats.spearmanr(cuts, oracle_cuts).statistic)
+
+
 def _choppy_config(cfg: TruncationConfig, **overrides) -> ChoppyConfig:
     return from_dict(ChoppyConfig, {**cfg.choppy, "max_length": cfg.n, **overrides}, "truncation.choppy")
 
@@ -134,7 +142,8 @@ def run_study(run: formats.Run, qrels: formats.Qrels, cfg: TruncationConfig, see
         for method, method_cuts in cuts.items():
             values = evaluate_cuts(test[1], method_cuts)
             rows.append({"metric": metric, "method": method, "value": float(values.mean()),
-                         "mean_cut": float(np.mean(method_cuts)), "cut_sd": float(np.std(method_cuts))})
+                         "mean_cut": float(np.mean(method_cuts)), "cut_sd": float(np.std(method_cuts)),
+                         "cut_rho_oracle": _rank_correlation(method_cuts, best_cut)})
             per_query += [{"metric": metric, "method": method, "qid": q, "value": float(v), "cut": int(c)}
                           for q, v, c in zip(test_qids, values, method_cuts)]
         log.info("%s: %s", metric, ", ".join(f"{r['method']} {r['value']:.4f}" for r in rows if r["metric"] == metric))
