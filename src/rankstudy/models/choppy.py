@@ -65,9 +65,6 @@ class ChoppyConfig:
     # how scores enter: "raw" (the paper), "train" (standardised with the training lists' mean and
     # standard deviation, set by ``fit_score_scale``), "list" (each list z-scored on its own)
     score_scaling: str = "train"
-    # the dev criterion of early stopping: the metric at the predicted cuts ("cut"), or its expectation
-    # under the predicted distribution ("expected": smoother on a small dev set)
-    select_on: str = "cut"
     position_init_std: float = 0.02  # BERT's; nn.Embedding's default N(0, 1) drowns the score (docstring)
 
     def __post_init__(self) -> None:
@@ -87,8 +84,6 @@ class ChoppyConfig:
             raise ValueError(f"lr must be a positive number, got {self.lr!r}")
         if self.score_scaling not in SCORE_SCALINGS:
             raise ValueError(f"score_scaling must be one of {SCORE_SCALINGS}, got {self.score_scaling!r}")
-        if self.select_on not in ("cut", "expected"):
-            raise ValueError(f"select_on must be 'cut' or 'expected', got {self.select_on!r}")
         if not _number(self.position_init_std) or self.position_init_std <= 0:
             raise ValueError(f"position_init_std must be a positive number, got {self.position_init_std!r}")
 

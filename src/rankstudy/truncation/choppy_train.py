@@ -66,13 +66,10 @@ def predict(model: Choppy, scores: np.ndarray, lengths: np.ndarray, device="auto
     return np.concatenate(cuts), np.concatenate(probabilities).astype(np.float32)
 
 
-def dev_metric(model: Choppy, data: Data, device, select_on: str = "cut") -> float:
-    """Mean metric at the predicted cuts ("cut"), or its expectation under Choppy's distribution ("expected")."""
+def dev_metric(model: Choppy, data: Data, device) -> float:
+    """Mean metric at the predicted cuts."""
     scores, tables, lengths = data
-    cuts, probabilities = predict(model, scores, lengths, device)
-    if select_on == "expected":
-        real = np.arange(tables.shape[1])[None, :] < lengths[:, None]
-        return float((probabilities * np.where(real, tables, 0.0)).sum(1).mean())
+    cuts, _ = predict(model, scores, lengths, device)
     return float(tables[np.arange(len(cuts)), cuts - 1].mean())
 
 
@@ -100,7 +97,7 @@ def train_choppy(train: Data, dev: Data, cfg: ChoppyConfig, seed: int,
             loss.backward()
             optimizer.step()
             total += loss.item() * len(index)
-        metric = dev_metric(model, dev, device, cfg.select_on)
+        metric = dev_metric(model, dev, device)
         history.append({"epoch": epoch, "train_loss": total / len(order), "dev_metric": metric})
         log.info("choppy epoch %d: train loss %.4f, dev metric %.4f", epoch, total / len(order), metric)
         if metric > best:
