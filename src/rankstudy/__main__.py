@@ -1,3 +1,12 @@
-from rankstudy.cli import main
+import os
+
+# Idle OpenMP threads sleep at once instead of spinning first (GNU OpenMP's default). On a machine
+# that runs anything else, spinning threads take the CPU the working ones need: TK at 2 threads
+# ran at a third of its idle speed under load, and at full speed with PASSIVE
+# (bench/results/busy_speed.md). OpenMP reads this once, when torch loads it, so it is set before
+# any import; a value the user set wins.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+from rankstudy.cli import main  # noqa: E402
 
 raise SystemExit(main())

@@ -547,10 +547,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out-prefix", required=True)
     p.set_defaults(handler=_socialformer_report)
 
-    p = commands.add_parser("efficiency", help="re-ranking throughput and peak memory of models")
+    p = commands.add_parser("efficiency", help="re-ranking throughput, training steps/s and peak memory of models")
     p.add_argument("--models", required=True, help='JSON {name: {"model": class, ...settings}}')
     p.add_argument("--setup", required=True,
-                   help='JSON {"batch", "doc_length", "query_length", "dim", "vocab", "repeats", "threads"}')
+                   help='JSON {"batch", "doc_length", "query_length", "dim", "vocab", "repeats", "threads", "train_batch"}')
     p.add_argument("--out", required=True, help="CSV")
     p.set_defaults(handler=_efficiency)
 

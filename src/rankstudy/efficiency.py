@@ -1,18 +1,24 @@
-"""Re-ranking throughput (documents/ms) and peak memory of the models, side by side in one run.
+"""Re-ranking throughput (documents/ms), training speed (steps/s) and peak memory of the models,
+side by side in one run.
 
 Each model is measured in a fresh process (``multiprocessing`` spawn), so the peak resident
 memory of one does not hide another's: batches of ``batch`` documents of ``doc_length`` tokens
 against one query of ``query_length`` tokens (the re-ranking setting), median over ``repeats``
 timed forward passes after a warm-up, in inference mode. On CUDA, the peak memory is
 ``torch.cuda.max_memory_allocated``; on CPU, the process's peak RSS above its RSS once torch is
-imported (model, embeddings and activations). A model entry may override ``batch`` and
-``doc_length`` (long-document models are measured at their own lengths).
+imported (model, embeddings and activations; inference only, measured before training). Then
+``repeats`` training steps as the study's loop takes them (``train_batch`` pairs: forward,
+pairwise margin loss, backward, Adam), after a warm-up step. A model entry may override
+``batch``, ``doc_length`` and ``train_batch`` (long-document models are measured at their own
+lengths). Each row records the thread settings it ran with: torch threads and the OpenMP wait
+policy (the CLI sets ``PASSIVE``; see docs/resources.md).
 """
 
 from __future__ import annotations
 
 import logging
 import multiprocessing
+import os
 import platform
 import resource
 import statistics
@@ -27,7 +33,7 @@ from rankstudy.atomic import atomic_open
 log = logging.getLogger(__name__)
 
 
-SETUP_OVERRIDES = ("batch", "doc_length")  # a model entry may measure at its own batch and length
+SETUP_OVERRIDES = ("batch", "doc_length", "train_batch")  # a model entry may measure at its own batch and length
 
 
 def _peak_rss_mb() -> float:
@@ -72,9 +78,40 @@ def _measure(name: str, settings: Mapping[str, Any], setup: Mapping[str, Any]) -
             if repeat:  # the first pass warms up
                 times.append(time.perf_counter() - start)
     peak = (torch.cuda.max_memory_allocated(device) / 2**20 if device.type == "cuda" else _peak_rss_mb() - baseline)
-    return {"model": name, "device": device.type, "threads": setup["threads"], "batch": setup["batch"],
-            "doc_length": setup["doc_length"], "dim": setup["dim"],
-            "docs_per_ms": setup["batch"] / (statistics.median(times) * 1000), "peak_memory_mb": peak}
+    step_seconds = _training_step_seconds(model, query[:1], rng, setup, device)
+    return {"model": name, "device": device.type, "threads": setup["threads"],
+            "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY", "default"), "batch": setup["batch"],
+            "doc_length": setup["doc_length"], "dim": setup["dim"], "train_batch": setup["train_batch"],
+            "docs_per_ms": setup["batch"] / (statistics.median(times) * 1000),
+            "train_steps_per_s": 1 / statistics.median(step_seconds), "peak_memory_mb": peak}
+
+
+def _training_step_seconds(model, query, rng, setup: Mapping[str, Any], device) -> list[float]:
+    """Seconds of each of ``repeats`` training steps (after one warm-up step) on random pairs."""
+    import torch
+
+    from rankstudy.train.losses import pairwise_margin_loss
+
+    pairs = setup["train_batch"]
+    documents = torch.as_tensor(rng.integers(2, setup["vocab"], size=(2 * pairs, setup["doc_length"]))).to(device)
+    queries = query.expand(2 * pairs, -1)
+    optimizer = torch.optim.Adam([p for p in model.parameters() if p.requires_grad], lr=1e-6)
+    model.train()
+    seconds = []
+    for repeat in range(setup["repeats"] + 1):
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
+        start = time.perf_counter()
+        scores = model(queries, documents)
+        loss = pairwise_margin_loss(scores[:pairs], scores[pairs:])
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        optimizer.step()
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
+        if repeat:  # the first step warms up
+            seconds.append(time.perf_counter() - start)
+    return seconds
 
 
 def measure_models(models: Mapping[str, Mapping[str, Any]], setup: Mapping[str, Any]) -> pd.DataFrame:
@@ -88,7 +125,8 @@ def measure_models(models: Mapping[str, Mapping[str, Any]], setup: Mapping[str, 
         for device in devices:
             for name, settings in models.items():
                 row = pool.apply(_measure, (name, settings, {**setup, "device": device}))
-                log.info("%s on %s: %.3f docs/ms, peak %.0f MB", name, device, row["docs_per_ms"], row["peak_memory_mb"])
+                log.info("%s on %s: %.3f docs/ms, %.2f training steps/s, peak %.0f MB", name, device,
+                         row["docs_per_ms"], row["train_steps_per_s"], row["peak_memory_mb"])
                 rows.append(row)
     table = pd.DataFrame(rows)
     table["machine"] = f"{platform.machine()} {platform.processor()}".strip()

@@ -1,0 +1,231 @@
+"""Speed on an idle and on a busy machine: inference and a training step, side by side in one run.
+
+For TK and TKL the project's model is timed against a plain reference with the same weights and
+inputs: TK against the original forward pass (bench/reference_tk.py, no slicing), TKL against the
+same model with slicing and chunk packing off. KNRM, CONV-KNRM, PACRR and BERT[CLS] (MiniLM, as in
+results/efficiency.csv) have no reference here; their rows compare thread settings. A training step
+is what the study's loop does: forward over a batch of pairs, pairwise margin loss, backward, Adam.
+
+Each thread setting runs in its own process (the OpenMP wait policy is read once, when OpenMP
+starts): "2 threads" (OpenMP's default: idle threads spin before they sleep), "2 threads passive"
+(``OMP_WAIT_POLICY=PASSIVE``: idle threads sleep at once) and "1 thread". Each runs idle, then under
+a bounded background load: ``--load`` busy-loop processes that stop on their own after
+``--load-seconds`` (and are stopped when the benchmark ends). Within a process the configurations
+run once per round, in reverse order every other round, so a change in load hits them alike;
+reported: the best round's time per document (or per step) and the median over rounds of the
+project/reference ratio measured in the same round.
+
+Usage: python bench/busy_speed.py [--rounds 5] [--load 4] [--out bench/results/busy_speed.md]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+BENCH = Path(__file__).resolve().parent
+SETTINGS = {  # label: (torch threads, extra environment)
+    "2 threads": (2, {}),
+    "2 threads passive": (2, {"OMP_WAIT_POLICY": "PASSIVE"}),
+    "1 thread": (1, {}),
+}
+PAPER_TK = dict(layers=2, heads=10, ff_dim=100)
+
+
+# ---------------------------------------------------------------------------------------------
+# worker: one thread setting, one process
+
+
+def _cases(vocab: int, train_batch: int, tkl_batch: int):
+    """(name, project model, reference model or None, query length, doc length, inference batch)."""
+    import numpy as np
+    import torch
+
+    sys.path.insert(0, str(BENCH))
+    from reference_tk import ReferenceTK
+
+    from rankstudy.models import build_model
+
+    rng = np.random.default_rng(0)
+    vectors = rng.standard_normal(size=(vocab, 300), dtype=np.float32)
+    vectors[:2] = 0
+
+    def model(name, **settings):
+        torch.manual_seed(0)
+        return build_model(name, settings, vectors)
+
+    tk = model("tk", **PAPER_TK)
+    tkl = model("tkl", **PAPER_TK)
+    plain_tkl = model("tkl", **PAPER_TK, cpu_slice_tokens=0, cpu_slice_chunks=0)
+    plain_tkl.load_state_dict(tkl.state_dict())
+    plain_tkl._pack = False
+    return [
+        ("TK @200", tk, ReferenceTK(tk), 8, 200, 64, train_batch),
+        ("TKL @2000", tkl, plain_tkl, 8, 2000, tkl_batch, tkl_batch),
+        ("KNRM @200", model("knrm"), None, 8, 200, 64, train_batch),
+        ("CONV-KNRM @200", model("conv_knrm", filters=128), None, 8, 200, 64, train_batch),
+        ("PACRR @200", model("pacrr", max_doc_length=200), None, 8, 200, 64, train_batch),
+        ("BERT[CLS] MiniLM @200", model("bert_cat", encoder="minilm"), None, 8, 200, 64, train_batch // 4),
+    ]
+
+
+def _timers(model, query_length: int, doc_length: int, batch: int, train_pairs: int, vocab: int):
+    """(time one inference pass, time one training step) for ``model`` on fixed random inputs."""
+    import torch
+
+    from rankstudy.train.losses import pairwise_margin_loss
+
+    generator = torch.Generator().manual_seed(1)
+    query = torch.randint(2, vocab, (1, query_length), generator=generator)
+    documents = torch.randint(2, vocab, (max(batch, 2 * train_pairs), doc_length), generator=generator)
+    optimizer = torch.optim.Adam([p for p in model.parameters() if p.requires_grad], lr=1e-6)
+
+    def infer() -> float:
+        model.eval()
+        with torch.inference_mode():
+            start = time.perf_counter()
+            model(query.expand(batch, -1), documents[:batch])
+            return time.perf_counter() - start
+
+    def step() -> float:
+        model.train()
+        start = time.perf_counter()
+        scores = model(query.expand(2 * train_pairs, -1), documents[:2 * train_pairs])
+        loss = pairwise_margin_loss(scores[:train_pairs], scores[train_pairs:])
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        optimizer.step()
+        return time.perf_counter() - start
+
+    return infer, step
+
+
+def worker(threads: int, rounds: int, vocab: int, train_batch: int, tkl_batch: int) -> list[dict]:
+    import torch
+
+    torch.set_num_threads(threads)
+    rows = []
+    for name, project, reference, query_length, doc_length, batch, pairs in _cases(vocab, train_batch, tkl_batch):
+        timed = {"project": _timers(project, query_length, doc_length, batch, pairs, vocab)}
+        if reference is not None:
+            timed["reference"] = _timers(reference, query_length, doc_length, batch, pairs, vocab)
+        jobs = [(who, kind, timers[index]) for who, timers in timed.items()
+                for index, kind in enumerate(("infer", "step"))]
+        times: dict[tuple, list[float]] = {(who, kind): [] for who, kind, _ in jobs}
+        cpu_start = time.process_time()
+        for round_ in range(rounds + 1):  # round 0 warms up
+            for who, kind, run in (jobs if round_ % 2 else jobs[::-1]):
+                elapsed = run()
+                if round_:
+                    times[(who, kind)].append(elapsed)
+        row = {"model": name, "batch": batch, "train_pairs": pairs,
+               "cpu_s": time.process_time() - cpu_start}
+        for (who, kind), values in times.items():
+            row[f"{who}_{kind}_best"] = min(values)
+            row[f"{who}_{kind}_median"] = statistics.median(values)
+        for kind in ("infer", "step"):
+            if ("reference", kind) in times:
+                row[f"{kind}_ratio"] = statistics.median(
+                    r / p for p, r in zip(times[("project", kind)], times[("reference", kind)]))
+        rows.append(row)
+    return rows
+
+
+# ---------------------------------------------------------------------------------------------
+# parent: background load and the table
+
+
+def _busy(deadline: float) -> None:
+    while time.time() < deadline:
+        pass
+
+
+def _run_setting(label: str, args) -> list[dict]:
+    threads, extra = SETTINGS[label]
+    env = {key: value for key, value in os.environ.items() if key != "OMP_WAIT_POLICY"}
+    env.update(extra)
+    command = [sys.executable, __file__, "--worker", str(threads), "--rounds", str(args.rounds),
+               "--vocab", str(args.vocab), "--train-batch", str(args.train_batch), "--tkl-batch", str(args.tkl_batch)]
+    done = subprocess.run(command, env=env, check=True, capture_output=True, text=True)
+    return [dict(row, setting=label) for row in json.loads(done.stdout.splitlines()[-1])]
+
+
+def measure(args) -> list[dict]:
+    rows = []
+    for condition in ("idle", "busy"):
+        load = []
+        if condition == "busy":
+            deadline = time.time() + args.load_seconds
+            load = [multiprocessing.Process(target=_busy, args=(deadline,), daemon=True) for _ in range(args.load)]
+            for process in load:
+                process.start()
+        try:
+            for label in SETTINGS:
+                print(f"{condition}: {label} (load average {os.getloadavg()[0]:.1f})", file=sys.stderr, flush=True)
+                rows += [dict(row, condition=condition) for row in _run_setting(label, args)]
+        finally:
+            for process in load:
+                process.terminate()
+                process.join()
+    return rows
+
+
+def _table(rows: list[dict], args) -> str:
+    lines = [f"# python bench/busy_speed.py --rounds {args.rounds} --load {args.load}: "
+             f"{platform.machine()}, {os.cpu_count()} CPUs, {time.strftime('%Y-%m-%d')}",
+             "",
+             "Per model and thread setting: inference documents/ms and training steps/s of the project's model "
+             "(best round); beside them, project ÷ reference speed (median over rounds of the ratio in one round; "
+             "TK: the original forward; TKL: no slicing, no packing). `busy`: "
+             f"{args.load} busy-loop processes beside the benchmark.",
+             "",
+             "| model | setting | idle docs/ms | busy docs/ms | idle ÷ ref | busy ÷ ref "
+             "| idle steps/s | busy steps/s | idle ÷ ref | busy ÷ ref |",
+             "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    by_key = {(row["model"], row["setting"], row["condition"]): row for row in rows}
+    models = list(dict.fromkeys(row["model"] for row in rows))
+    for model in models:
+        for setting in SETTINGS:
+            cells = []
+            idle, busy = by_key[(model, setting, "idle")], by_key[(model, setting, "busy")]
+            cells += [f"{row['batch'] / (row['project_infer_best'] * 1000):.4f}" for row in (idle, busy)]
+            cells += [f"{row['infer_ratio']:.2f}×" if "infer_ratio" in row else "" for row in (idle, busy)]
+            cells += [f"{1 / row['project_step_best']:.2f}" for row in (idle, busy)]
+            cells += [f"{row['step_ratio']:.2f}×" if "step_ratio" in row else "" for row in (idle, busy)]
+            lines.append(f"| {model} | {setting} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--worker", type=int, help=argparse.SUPPRESS)  # torch threads of a worker process
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--load", type=int, default=4, help="busy-loop processes in the busy condition")
+    parser.add_argument("--load-seconds", type=float, default=1800, help="the load stops by itself after this")
+    parser.add_argument("--vocab", type=int, default=30000)
+    parser.add_argument("--train-batch", type=int, default=32, help="training pairs per step (config: batch_size)")
+    parser.add_argument("--tkl-batch", type=int, default=16, help="TKL inference documents and training pairs")
+    parser.add_argument("--out", type=Path)
+    args = parser.parse_args()
+    if args.worker is not None:
+        print(json.dumps(worker(args.worker, args.rounds, args.vocab, args.train_batch, args.tkl_batch)))
+        return 0
+    rows = measure(args)
+    table = _table(rows, args)
+    print(table)
+    if args.out:
+        args.out.write_text(table)
+        args.out.with_suffix(".json").write_text(json.dumps(rows, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
