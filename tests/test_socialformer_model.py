@@ -12,7 +12,6 @@ import torch
 
 from helpers import loss_before_and_after, single_thread
 from rankstudy.config import ConfigError, from_dict
-from rankstudy.errors import StudyError
 from rankstudy.models import build_model
 from rankstudy.models.socialformer import SocialGraphConfig
 from rankstudy.models.socialformer.model import (
