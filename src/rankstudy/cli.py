@@ -125,9 +125,13 @@ def _examples(args: argparse.Namespace) -> None:
     common = dict(rel_threshold=args.rel_threshold, negatives_depth=args.negatives_depth,
                   per_query=args.per_query, seed=args.seed)
     if args.kind == "triples":
-        examples.write_triples(args.out, examples.make_triples(qrels, run, **common))
+        made = examples.make_triples(qrels, run, **common)
     else:
-        examples.write_groups(args.out, examples.make_groups(qrels, run, negatives=args.negatives, **common))
+        made = examples.make_groups(qrels, run, negatives=args.negatives, **common)
+    if not made:  # an empty file would only fail later, inside training
+        raise StudyError(f"{args.qrels}, {args.candidates}: no training example: no query has both a positive "
+                         f"(grade >= {args.rel_threshold}) and a negative in its top {args.negatives_depth} candidates")
+    (examples.write_triples if args.kind == "triples" else examples.write_groups)(args.out, made)
 
 
 def _tune_depth(args: argparse.Namespace) -> None:
