@@ -23,12 +23,15 @@ from rankstudy.atomic import atomic_open, atomic_path
     (formats.read_run, "1 Q0 d1 1 2.0 x\n1 Q0 d1 2 1.0 x\n", 2, "each docid once per query"),
     (formats.read_run, "1 Q0 d1 1 2.0\n", 1, "6 whitespace-separated fields"),
     # issue 16: NUL bytes, negative grades and empty files are refused at a line
-    (formats.read_queries, "1\ta\n2\tb\x00c\n", 2, "text without NUL bytes"),
-    (lambda p: list(formats.iter_collection(p)), "d1\x00\tok\n", 1, "text without NUL bytes"),
+    (formats.read_queries, "1\ta\n2\tb\x00c\n", 2, "without a NUL byte"),
+    (lambda p: list(formats.iter_collection(p)), "d1\x00\tok\n", 1, "without a NUL byte"),
     (formats.read_qrels, "1 0 d1 1\n1 0 d2 -2\n", 2, "a relevance grade >= 0"),
     (formats.read_qrels, "", 1, "at least one judgment"),
     (formats.read_run, "\n\n", 3, "at least one ranked document"),
     (lambda p: list(formats.iter_collection(p)), "\n", 2, "at least one document"),
+    (formats.read_queries, "1\ta\n\ufeff2\tb\n", 2, "without a byte-order mark"),
+    (formats.read_ids, "q1\nq 2\n", 2, "one qid per line, without spaces"),
+    (formats.read_ids, "q1\nq1\n", 2, "a unique qid"),
 ])
 def test_malformed_lines_are_reported_with_file_and_line(tmp_path, reader, content, line, expected):
     path = tmp_path / "input.txt"

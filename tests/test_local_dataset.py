@@ -60,7 +60,7 @@ BAD_CASES = {
     "missing tab in queries": ({"queries": b"q1 no tab\n"}, "queries.tsv:1", "tab"),
     "non-integer grade": ({"qrels": b"q1 0 d1 1\nq1 0 d2 high\n"}, "qrels.txt:2", "integer relevance"),
     "judged twice": ({"qrels": b"q1 0 d1 1\nq1 0 d1 2\n"}, "qrels.txt:2", "judged twice"),
-    "NUL byte": ({"collection": b"d1\ta\nd2\tb\x00\n"}, "collection.tsv:2", "without NUL bytes"),
+    "NUL byte": ({"collection": b"d1\ta\nd2\tb\x00\n"}, "collection.tsv:2", "without a NUL byte"),
     "negative grade": ({"qrels": b"q1 0 d1 1\nq2 0 d2 -1\n"}, "qrels.txt:2", "grade >= 0"),
     "empty collection": ({"collection": b""}, "collection.tsv:1", "at least one document"),
 }

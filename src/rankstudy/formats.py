@@ -8,8 +8,8 @@
 | run        | ``qid Q0 docid rank score tag``      |
 
 Every reader reports a malformed line as ``FormatError`` naming the file, the 1-based line
-number, what was expected and what was found; an empty collection, qrels or run file is an error
-at the line after its last one. A UTF-8 byte-order mark before the first line is skipped; NUL
+number, what was expected and what was found; a file without a single record is an error at the
+line after its last one. A UTF-8 byte-order mark before the first line is skipped; NUL
 bytes are refused. Every writer is atomic (temp file + rename). docs/formats.md lists what each
 reader accepts and refuses.
 """
@@ -62,8 +62,10 @@ def _lines(path: str | os.PathLike) -> Iterator[tuple[int, str]]:
                 raise FormatError(path, number, "UTF-8 text", f"undecodable byte at column {error.start + 1}") from None
             if number == 1:  # a byte-order mark (Windows editors) is not part of the first id
                 line = line.removeprefix("\ufeff")
-            if "\0" in line:
-                raise FormatError(path, number, "text without NUL bytes", f"a NUL byte at column {line.index(chr(0)) + 1}")
+            for bad, what in (("\0", "NUL byte"), ("\ufeff", "byte-order mark (U+FEFF)")):
+                if bad in line:  # invisible: an id holding one would match nothing
+                    raise FormatError(path, number, f"text without a {what} (a BOM only starts a file)",
+                                      f"one at column {line.index(bad) + 1}")
             yield number, line.rstrip("\r\n")
 
 
@@ -112,6 +114,8 @@ def read_queries(path: str | os.PathLike) -> dict[str, str]:
         if qid in queries:
             raise FormatError(path, number, f"a unique qid (first seen on line {lines[qid]})", qid)
         queries[qid], lines[qid] = text, number
+    if not queries:
+        raise _empty(path, "at least one query 'qid<TAB>text'")
     return queries
 
 
@@ -138,6 +142,23 @@ def iter_qrels(path: str | os.PathLike) -> Iterator[tuple[int, str, str, int]]:
         yield number, qid, docid, grade
     if not seen:
         raise _empty(path, "at least one judgment 'qid iteration docid relevance'")
+
+
+def read_ids(path: str | os.PathLike, what: str = "qid") -> list[str]:
+    """One id per line (blank lines skipped); ids without whitespace, each once, at least one."""
+    ids: dict[str, int] = {}
+    for number, line in _lines(path):
+        identifier = line.strip()
+        if not identifier:
+            continue
+        if not _ID.match(identifier):
+            raise FormatError(path, number, f"one {what} per line, without spaces", line)
+        if identifier in ids:
+            raise FormatError(path, number, f"a unique {what} (first seen on line {ids[identifier]})", identifier)
+        ids[identifier] = number
+    if not ids:
+        raise _empty(path, f"at least one {what}")
+    return list(ids)
 
 
 def read_qrels(path: str | os.PathLike) -> Qrels:
