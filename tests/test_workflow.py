@@ -285,3 +285,22 @@ def test_choppy_on_an_external_run_by_config_alone(tmp_path):
     assert result.returncode == 0, result.stderr
     counts = job_counts(result.stdout + result.stderr)
     assert counts == {"truncation": 1, "choppy_table1": 1, "total": 2}
+
+
+@pytest.mark.slow
+def test_a_changed_input_retrains_through_snakemake(tmp_path):
+    """Issue 16: after an upstream change Snakemake reruns `train`, deleting model.pt and log.csv; the
+    job must train on the new examples (not 'resume' the finished checkpoint) and write both again."""
+    work = workflow_copy(tmp_path)
+    model = "models/synthetic-passage/knrm/knrm/seed7"
+    result = snakemake(work, f"{model}/model.pt", "--cores", "2", "--configfile", "tiny.yaml")
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    before = json.loads((work / model / "config.json").read_text()).get("inputs")
+    (work / "changed.yaml").write_text("neural:\n  examples:\n    negatives_depth: 20\n")
+    again = snakemake(work, f"{model}/model.pt", "--cores", "2", "--configfile", "tiny.yaml", "changed.yaml")
+    assert again.returncode == 0, again.stdout[-3000:] + again.stderr[-3000:]
+    counts = job_counts(again.stdout + again.stderr)
+    assert counts.get("examples") == 1 and counts.get("train") == 1, counts
+    assert (work / model / "log.csv").is_file()
+    assert json.loads((work / model / "config.json").read_text())["inputs"]["examples"] != before["examples"]
+    assert "training starts afresh" in (work / "logs/train/synthetic-passage/knrm.knrm.s7.log").read_text()
