@@ -51,7 +51,8 @@ rule all:
         rules.tk_table2.output if table2_rows() else [],
         rules.tk_table3_4.output if TK_QUERIES else [],
         rules.tk_view.output if TK_QUERIES else [],
-        rules.efficiency.output if NEURAL["efficiency"]["models"] else [],
+        # throughput belongs to a neural study: a local collection's BM25 config does not run it
+        rules.efficiency.output if NEURAL["efficiency"]["models"] and neural_systems() else [],
         rules.choppy_table1.output if truncation_names() else [],
         rules.choppy_fig1.output if truncation_names() else [],
         rules.choppy_fig2.output if truncation_names() and truncation_grid() else [],

@@ -47,3 +47,35 @@ def test_synthetic_dataset_command_writes_the_contract(tmp_path):
     names = sorted(p.name for p in (tmp_path / "tiny").iterdir())
     assert names == ["collection.tsv", "qrels.dev.txt", "qrels.test.txt", "qrels.train.txt",
                      "queries.dev.tsv", "queries.test.tsv", "queries.train.tsv", "truth.json"]
+
+
+def test_an_empty_run_is_an_error_naming_the_file_in_every_command(tmp_path):
+    (tmp_path / "q.txt").write_text("1 0 d1 1\n")
+    (tmp_path / "empty.run").write_text("")
+    run, qrels = str(tmp_path / "empty.run"), str(tmp_path / "q.txt")
+    commands = {
+        "examples": ["--qrels", qrels, "--candidates", run, "--out", str(tmp_path / "t.tsv"), "--kind", "triples",
+                     "--negatives-depth", "10", "--per-query", "2", "--seed", "1"],
+        "truncation": ["--run", run, "--qrels", qrels, "--config", "{}", "--seed", "1", "--out", str(tmp_path / "tr")],
+        "evaluate": ["--run", run, "--qrels", qrels, "--out", str(tmp_path / "m.csv"), "--measures", "AP",
+                     "--dataset", "d", "--system", "s", "--split", "test"],
+        "tune-depth": ["--first-stage", run, "--neural", run, "--qrels", qrels, "--measure", "AP",
+                       "--out-json", str(tmp_path / "d.json")],
+        "ensemble": ["--runs", run, "--out", str(tmp_path / "e.run"), "--tag", "x"],
+    }
+    for command, args in commands.items():
+        result = cli(command, *args)
+        assert result.returncode == 2, (command, result.stderr[-500:])
+        assert f"{run}:1: expected at least one ranked document" in result.stderr, (command, result.stderr[-500:])
+        assert "Traceback" not in result.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["empty.run", "q.txt"]
+
+
+def test_examples_without_a_usable_query_is_an_error(tmp_path):
+    (tmp_path / "q.txt").write_text("1 0 d1 1\n")
+    (tmp_path / "c.run").write_text("1 Q0 d1 1 2.0 x\n")  # the positive only: no negative
+    result = cli("examples", "--qrels", str(tmp_path / "q.txt"), "--candidates", str(tmp_path / "c.run"),
+                 "--out", str(tmp_path / "t.tsv"), "--kind", "triples", "--negatives-depth", "10", "--per-query", "2",
+                 "--seed", "1")
+    assert result.returncode == 2 and "no training example" in result.stderr and str(tmp_path / "c.run") in result.stderr
+    assert not (tmp_path / "t.tsv").exists()

@@ -22,6 +22,16 @@ from rankstudy.atomic import atomic_open, atomic_path
     (formats.read_run, "1 Q0 d1 1 nan x\n", 1, "finite score"),
     (formats.read_run, "1 Q0 d1 1 2.0 x\n1 Q0 d1 2 1.0 x\n", 2, "each docid once per query"),
     (formats.read_run, "1 Q0 d1 1 2.0\n", 1, "6 whitespace-separated fields"),
+    # issue 16: NUL bytes, negative grades and empty files are refused at a line
+    (formats.read_queries, "1\ta\n2\tb\x00c\n", 2, "without a NUL byte"),
+    (lambda p: list(formats.iter_collection(p)), "d1\x00\tok\n", 1, "without a NUL byte"),
+    (formats.read_qrels, "1 0 d1 1\n1 0 d2 -2\n", 2, "a relevance grade >= 0"),
+    (formats.read_qrels, "", 1, "at least one judgment"),
+    (formats.read_run, "\n\n", 3, "at least one ranked document"),
+    (lambda p: list(formats.iter_collection(p)), "\n", 2, "at least one document"),
+    (formats.read_queries, "1\ta\n\ufeff2\tb\n", 2, "without a byte-order mark"),
+    (formats.read_ids, "q1\nq 2\n", 2, "one qid per line, without spaces"),
+    (formats.read_ids, "q1\nq1\n", 2, "a unique qid"),
 ])
 def test_malformed_lines_are_reported_with_file_and_line(tmp_path, reader, content, line, expected):
     path = tmp_path / "input.txt"
@@ -37,6 +47,18 @@ def test_undecodable_bytes_name_the_line(tmp_path):
     path.write_bytes(b"d1\tok\nd2\tbad \xff byte\n")
     with pytest.raises(formats.FormatError, match=r"c.tsv:2: expected UTF-8 text"):
         list(formats.iter_collection(path))
+
+
+@pytest.mark.parametrize("reader, content, expected", [
+    (lambda p: list(formats.iter_collection(p)), "d1\tok\n", [("d1", "ok")]),
+    (formats.read_queries, "q1\ttext\n", {"q1": "text"}),
+    (formats.read_qrels, "q1 0 d1 1\n", {"q1": {"d1": 1}}),
+    (formats.read_run, "q1 Q0 d1 1 2.0 x\n", {"q1": [("d1", 2.0)]}),
+])
+def test_a_byte_order_mark_is_not_part_of_the_first_id(tmp_path, reader, content, expected):
+    path = tmp_path / "bom.txt"
+    path.write_bytes(b"\xef\xbb\xbf" + content.encode())
+    assert reader(path) == expected
 
 
 def test_missing_file(tmp_path):

@@ -110,3 +110,14 @@ def test_split_without_judgments_fails(tmp_path):
     with pytest.raises(StudyError, match="no judgments"):
         irds.export("ds", {"docs": dataset_id, "splits": {"test": dataset_id}}, tmp_path / "out")
     assert not (tmp_path / "out").exists()
+
+
+def test_negative_grades_are_written_as_judged_non_relevant(tmp_path, caplog):
+    """The study's qrels reader refuses negative grades (docs/formats.md); ir_datasets collections
+    such as the Web tracks' use -2 for spam, so the export writes them as 0."""
+    dataset_id, _ = register(tmp_path, qrels="q1 0 d1 2\nq1 0 d2 -2\n")
+    out = tmp_path / "data" / "ds"
+    with caplog.at_level(logging.WARNING):
+        irds.export("ds", {"docs": dataset_id, "splits": {"test": dataset_id}}, out)
+    assert formats.read_qrels(out / "qrels.test.txt") == {"q1": {"d1": 2, "d2": 0}}
+    assert "1 negative grades" in caplog.text

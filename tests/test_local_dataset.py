@@ -60,6 +60,9 @@ BAD_CASES = {
     "missing tab in queries": ({"queries": b"q1 no tab\n"}, "queries.tsv:1", "tab"),
     "non-integer grade": ({"qrels": b"q1 0 d1 1\nq1 0 d2 high\n"}, "qrels.txt:2", "integer relevance"),
     "judged twice": ({"qrels": b"q1 0 d1 1\nq1 0 d1 2\n"}, "qrels.txt:2", "judged twice"),
+    "NUL byte": ({"collection": b"d1\ta\nd2\tb\x00\n"}, "collection.tsv:2", "without a NUL byte"),
+    "negative grade": ({"qrels": b"q1 0 d1 1\nq2 0 d2 -1\n"}, "qrels.txt:2", "grade >= 0"),
+    "empty collection": ({"collection": b""}, "collection.tsv:1", "at least one document"),
 }
 
 
@@ -76,10 +79,18 @@ def test_bad_input_fails_naming_file_and_line_and_leaves_no_output(tmp_path, fil
     assert not any((tmp_path / "data").iterdir())  # nor any temporary directory
 
 
+def test_a_byte_order_mark_is_stripped(tmp_path):
+    src = make_source(tmp_path, collection=b"\xef\xbb\xbf" + COLLECTION, queries=b"\xef\xbb\xbf" + QUERIES,
+                      qrels=b"\xef\xbb\xbf" + QRELS)
+    local.export("ds", {**SETTINGS, "path": str(src)}, tmp_path / "out")
+    assert (tmp_path / "out" / "collection.tsv").read_bytes() == COLLECTION
+    assert (tmp_path / "out" / "qrels.test.txt").read_bytes() == QRELS
+
+
 def test_split_without_judgments_fails(tmp_path):
     src = make_source(tmp_path, qrels=b"\n")
     out = tmp_path / "out"
-    with pytest.raises(StudyError, match=r"qrels\.txt: expected at least one judgment"):
+    with pytest.raises(StudyError, match=r"qrels\.txt:2: expected at least one judgment"):
         local.export("ds", {**SETTINGS, "path": str(src)}, out)
     assert not out.exists()
 

@@ -349,14 +349,26 @@ def test_resume_after_a_kill_gives_the_same_result(toy, tmp_path):
     assert again == full and torch.equal(model.embedding.weight, a["embedding.weight"])
 
 
-def test_resume_with_another_config_is_refused(toy, tmp_path):
+def test_resume_with_another_config_starts_afresh(toy, tmp_path):
     (tmp_path / "config.json").write_text('{"model_config": {"dim": 16}}')  # written by the caller: kept
     with pytest.raises(TrainingInterrupted):
         fit(toy, config(), tmp_path, kill_after_step=10)
     saved = json.loads((tmp_path / "config.json").read_text())
     assert saved["model_config"] == {"dim": 16} and saved["seed"] == 7 and saved["train"]["batch_size"] == 16
-    with pytest.raises(StudyError, match="different config"):
-        fit(toy, config(batch_size=8), tmp_path)
+    # another config (or other recorded inputs): the checkpoint is not resumed, training starts over
+    _, summary = fit(toy, config(batch_size=8), tmp_path, recorded={"inputs": {"examples": "b"}})
+    _, fresh = fit(toy, config(batch_size=8), tmp_path / "fresh", recorded={"inputs": {"examples": "b"}})
+    assert summary == fresh and read_log(tmp_path / "log.csv").equals(read_log(tmp_path / "fresh" / "log.csv"))
+    saved = json.loads((tmp_path / "config.json").read_text())
+    assert saved["train"]["batch_size"] == 8 and saved["inputs"] == {"examples": "b"}
+
+
+def test_stale_temporaries_are_removed_on_resume(toy, tmp_path):
+    with pytest.raises(TrainingInterrupted):
+        fit(toy, config(), tmp_path, kill_after_step=10)
+    (tmp_path / ".checkpoint.pt.abc123.tmp").write_bytes(b"half a zip")
+    fit(toy, config(), tmp_path)
+    assert not list(tmp_path.glob(".*.tmp"))
 
 
 def test_validation_on_a_subset_averages_over_the_subset(toy):

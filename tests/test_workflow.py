@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -101,7 +102,83 @@ def test_a_local_collection_config(tmp_path):
     result = snakemake(work, "-n", "--cores", "2", "--configfile", "mini.yaml")
     assert result.returncode == 0, result.stderr
     counts = job_counts(result.stdout + result.stderr)
-    assert counts["dataset_mini"] == 1 and counts["first_stage"] == 2 and counts["evaluate"] == 2
+    # only what it configures: BM25 and QL on its one split (no efficiency benchmark of the default study)
+    assert counts == {"dataset_mini": 1, "index": 1, "first_stage": 2, "evaluate": 2, "first_stage_table": 1,
+                      "all": 1, "total": 8}
+
+
+def test_a_test_only_collection_with_neural_runs(tmp_path):
+    """A local dataset with a test split only: training on it, or tuning a depth on it, is refused at
+    config check; a model trained elsewhere re-ranks it at a fixed rerank_depth."""
+    work = workflow_copy(tmp_path)
+    local_dataset_config(work, tmp_path, "mini", "1 0 d1 1\n")
+    base = "first_stage:\n  datasets: [synthetic-passage, mini]\nneural:\n  runs:\n"
+    cases = {
+        "train": ("    mini-tk: {model: tk, embeddings: w2v, train: mini, evaluate: [mini]}\n",
+                  r"neural.runs.mini-tk trains on dataset 'mini', which has no 'train' and no 'dev' split"),
+        "tune": ("    mini-p1: {reuse: p1, evaluate: [mini]}\n",
+                 r"neural.runs.mini-p1 evaluates dataset 'mini', which has no 'dev' split .* `rerank_depth`"),
+    }
+    datasets = (work / "mini.yaml").read_text().split("first_stage:")[0]
+    for name, (runs, message) in cases.items():
+        (work / f"{name}.yaml").write_text(datasets + base + runs)
+        result = snakemake(work, "-n", "--cores", "1", "--configfile", f"{name}.yaml")
+        assert result.returncode != 0 and re.search(message, result.stdout + result.stderr), result.stderr[-2000:]
+        assert "MissingInputException" not in result.stdout + result.stderr
+    (work / "fixed.yaml").write_text(datasets + base + "    mini-p1: {reuse: p1, evaluate: [mini], rerank_depth: 20}\n")
+    targets = [f"results/metrics/mini/tk.mini-p1.s42{full}.test.csv" for full in ("", "-full")]
+    result = snakemake(work, *targets, "-n", "-p", "--cores", "1", "--configfile", "fixed.yaml")
+    assert result.returncode == 0, result.stderr[-3000:]
+    output = result.stdout + result.stderr
+    counts = job_counts(output)
+    assert counts["rerank"] == 1 and counts["full_task"] == 1 and "tune_depth" not in counts  # p1 trains on synthetic
+    assert "apply-depth --first-stage runs/mini/bm25.test.run --neural runs/mini/tk.mini-p1.s42.test.run --depth 20" \
+        in output
+
+
+EVIL = "x; touch PWNED #"
+
+
+@pytest.mark.parametrize("config, target, value", [
+    (f"truncation:\n  runs:\n    ext: {{run: '{EVIL}run', qrels: '{EVIL}qrels'}}\n",
+     "results/truncation/ext/results.csv", f"{EVIL}run"),
+    (f"truncation:\n  runs:\n    ext: {{run: r.txt, qrels: q.txt, train_qids: '{EVIL}', dev_qids: d, test_qids: t}}\n",
+     "results/truncation/ext/grid.csv", EVIL),
+    (f"neural:\n  embeddings:\n    evil: {{method: wordpiece, encoder: '{EVIL}'}}\n",
+     "text/evil/synthetic-passage/collection", EVIL),
+])
+def test_config_values_reach_the_shell_quoted(tmp_path, config, target, value):
+    """A config value pasted into a rule's shell command is one argument, never shell syntax: each
+    command printed by the dry run is split as the shell would and must hold the value as one word."""
+    work = workflow_copy(tmp_path)
+    for name in (f"{EVIL}run", f"{EVIL}qrels", "r.txt", "q.txt", EVIL, "d", "t"):
+        (work / name).write_text("1 Q0 d1 1 1.0 x\n")
+    (work / "evil.yaml").write_text(config)
+    result = snakemake(work, target, "-n", "-p", "--cores", "1", "--configfile", "evil.yaml")
+    assert result.returncode == 0, result.stderr[-3000:]
+    commands = [line for line in (result.stdout + result.stderr).splitlines()
+                if "python -m rankstudy" in line and "PWNED" in line]
+    assert commands  # the value does reach a command
+    for command in commands:
+        command = command[command.index("python -m rankstudy"):]
+        assert value in shlex.split(command, comments=True), command
+    assert not (work / "PWNED").exists()
+
+
+@pytest.mark.parametrize("config", [
+    "truncation:\n  runs:\n    'a;touch PWNED': {run: r.txt, qrels: q.txt}\n",
+    "truncation:\n  runs:\n    ext: {dataset: 'synthetic-passage;touch PWNED', system: bm25}\n",
+    "neural:\n  runs:\n    'p9 $(touch PWNED)': {reuse: p1}\n",
+    "neural:\n  models:\n    'tk`touch PWNED`': {model: tk}\n",
+    "neural:\n  embeddings:\n    'e;touch PWNED': {method: wordpiece, encoder: minilm}\n",
+    "datasets:\n  x:\n    source: local\n    local: {path: p, splits: {'test;touch PWNED': {queries: q, qrels: r}}}\n",
+])
+def test_names_that_become_paths_must_match_the_schema_pattern(tmp_path, config):
+    work = workflow_copy(tmp_path)
+    (work / "evil.yaml").write_text(config)
+    result = snakemake(work, "-n", "--cores", "1", "--configfile", "evil.yaml")
+    assert result.returncode != 0 and "does not match" in result.stdout + result.stderr, result.stderr[-2000:]
+    assert not (work / "PWNED").exists()
 
 
 @pytest.mark.parametrize("config, message", [
@@ -113,6 +190,18 @@ def test_a_local_collection_config(tmp_path):
     ("neural:\n  runs:\n    sf-node: {encoder_from: p1}\n",
      r"neural.runs.sf-node: encoder_from 'p1' is not a run of an encoder \(wordpiece\) model"),
     ("neural:\n  runs:\n    sf-node: {encoder_from: nowhere}\n", r"neural.runs.sf-node: encoder_from 'nowhere' is not defined"),
+    # issue 16: typos and values out of range stop the dry run, naming the key
+    ("neural:\n  training:\n    max_step: 5\n", r"'max_step' was unexpected"),
+    ("neural:\n  runs:\n    p1:\n      training: {patiense: 2}\n", r"'patiense' was unexpected"),
+    ("neural:\n  runs:\n    p1:\n      training: {max_steps: -3}\n", r"-3 is less than the minimum of 1"),
+    ("neural:\n  models:\n    tk: {model: tk, layer: 2}\n", r"neural.models.tk: unknown key\(s\) layer"),
+    ("neural:\n  models:\n    tk: {model: tk, heads: -1}\n", r"neural.models.tk: .*heads"),
+    ("neural:\n  efficiency:\n    models:\n      tk: {model: tk, ff_dims: 8}\n",
+     r"neural.efficiency.models.tk: unknown key\(s\) ff_dims"),
+    ("neural:\n  runs:\n    p1:\n      training: {metric: RR@ten}\n", r"neural.runs.p1.training .*RR@ten"),
+    ("truncation:\n  choppy: {epochs: -1}\n", r"-1 is less than the minimum of 1"),
+    ("truncation:\n  bicut: {epoch: 3}\n", r"'epoch' was unexpected"),
+    ("neural:\n  runs:\n    p1: {seeds: [-1]}\n", r"-1 is less than the minimum of 0"),
 ])
 def test_a_bad_config_fails_with_a_clear_message(tmp_path, config, message):
     work = workflow_copy(tmp_path)
@@ -196,3 +285,22 @@ def test_choppy_on_an_external_run_by_config_alone(tmp_path):
     assert result.returncode == 0, result.stderr
     counts = job_counts(result.stdout + result.stderr)
     assert counts == {"truncation": 1, "choppy_table1": 1, "total": 2}
+
+
+@pytest.mark.slow
+def test_a_changed_input_retrains_through_snakemake(tmp_path):
+    """Issue 16: after an upstream change Snakemake reruns `train`, deleting model.pt and log.csv; the
+    job must train on the new examples (not 'resume' the finished checkpoint) and write both again."""
+    work = workflow_copy(tmp_path)
+    model = "models/synthetic-passage/knrm/knrm/seed7"
+    result = snakemake(work, f"{model}/model.pt", "--cores", "2", "--configfile", "tiny.yaml")
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    before = json.loads((work / model / "config.json").read_text()).get("inputs")
+    (work / "changed.yaml").write_text("neural:\n  examples:\n    negatives_depth: 20\n")
+    again = snakemake(work, f"{model}/model.pt", "--cores", "2", "--configfile", "tiny.yaml", "changed.yaml")
+    assert again.returncode == 0, again.stdout[-3000:] + again.stderr[-3000:]
+    counts = job_counts(again.stdout + again.stderr)
+    assert counts.get("examples") == 1 and counts.get("train") == 1, counts
+    assert (work / model / "log.csv").is_file()
+    assert json.loads((work / model / "config.json").read_text())["inputs"]["examples"] != before["examples"]
+    assert "training starts afresh" in (work / "logs/train/synthetic-passage/knrm.knrm.s7.log").read_text()

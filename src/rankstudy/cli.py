@@ -125,9 +125,13 @@ def _examples(args: argparse.Namespace) -> None:
     common = dict(rel_threshold=args.rel_threshold, negatives_depth=args.negatives_depth,
                   per_query=args.per_query, seed=args.seed)
     if args.kind == "triples":
-        examples.write_triples(args.out, examples.make_triples(qrels, run, **common))
+        made = examples.make_triples(qrels, run, **common)
     else:
-        examples.write_groups(args.out, examples.make_groups(qrels, run, negatives=args.negatives, **common))
+        made = examples.make_groups(qrels, run, negatives=args.negatives, **common)
+    if not made:  # an empty file would only fail later, inside training
+        raise StudyError(f"{args.qrels}, {args.candidates}: no training example: no query has both a positive "
+                         f"(grade >= {args.rel_threshold}) and a negative in its top {args.negatives_depth} candidates")
+    (examples.write_triples if args.kind == "triples" else examples.write_groups)(args.out, made)
 
 
 def _tune_depth(args: argparse.Namespace) -> None:
@@ -146,10 +150,13 @@ def _apply_depth(args: argparse.Namespace) -> None:
     from rankstudy.formats import read_run, write_run
     from rankstudy.rerank import rerank_to_depth
 
-    try:
-        depth = int(json.loads(Path(args.depth_json).read_text())["depth"])
-    except (OSError, ValueError, KeyError, TypeError) as error:
-        raise StudyError(f"{args.depth_json}: expected JSON with an integer 'depth' ({error})") from None
+    if args.depth is not None:  # a fixed depth (a collection without a dev split to tune it on)
+        depth = args.depth
+    else:
+        try:
+            depth = int(json.loads(Path(args.depth_json).read_text())["depth"])
+        except (OSError, ValueError, KeyError, TypeError) as error:
+            raise StudyError(f"{args.depth_json}: expected JSON with an integer 'depth' ({error})") from None
     write_run(args.out, rerank_to_depth(read_run(args.first_stage), read_run(args.neural), depth), args.tag)
 
 
@@ -430,7 +437,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = commands.add_parser("apply-depth", help="re-rank the top depth candidates (depth from tune-depth)")
     p.add_argument("--first-stage", required=True)
     p.add_argument("--neural", required=True)
-    p.add_argument("--depth-json", required=True, help="output of tune-depth")
+    depth = p.add_mutually_exclusive_group(required=True)
+    depth.add_argument("--depth-json", help="output of tune-depth")
+    depth.add_argument("--depth", type=int, help="a fixed depth instead (no dev split to tune it on)")
     p.add_argument("--out", required=True, help="TREC run")
     p.add_argument("--tag", required=True)
     p.set_defaults(handler=_apply_depth)

@@ -17,10 +17,12 @@ from rankstudy import formats
 from rankstudy.atomic import atomic_open
 from rankstudy.config import from_dict
 from rankstudy.errors import StudyError
+from rankstudy.fingerprint import fingerprint
 from rankstudy.models import MODELS, build_model
 from rankstudy.store import collection_idf
 from rankstudy.rerank import pair_batches, rerank_to_depth, score_candidates
 from rankstudy.store import TokenStore
+from rankstudy.tensorfile import load_tensors
 from rankstudy.text.embeddings import load_embeddings
 from rankstudy.train.examples import read_groups, read_triples
 from rankstudy.train.loop import TrainConfig, make_validator, resolve_device, train
@@ -46,9 +48,14 @@ def train_model(model_name: str, model_settings: Mapping[str, Any], train_settin
     read = read_groups if cfg.loss == "listwise" else read_triples
     validate = make_validator(formats.read_run(dev_run), formats.read_qrels(dev_qrels), TokenStore(dev_queries),
                               document_store, cfg)
-    # load_trained builds the model from the recorded name and settings: a checkpoint of others is refused
+    # load_trained builds the model from the recorded name and settings; the checkpoint is resumed only
+    # for these settings and inputs (a rerun after an upstream change starts afresh)
+    encoder = model_settings.get("encoder")
+    inputs = fingerprint({"embeddings": embeddings, "examples": examples, "train_queries": train_queries,
+                          "documents": documents, "dev_queries": dev_queries, "dev_run": dev_run,
+                          "dev_qrels": dev_qrels, "encoder": encoder if isinstance(encoder, str) else None})
     return train(model, read(examples), TokenStore(train_queries), document_store, validate, cfg, out_dir, seed,
-                 recorded={"model_name": model_name, "model_settings": dict(model_settings)})
+                 recorded={"model_name": model_name, "model_settings": dict(model_settings), "inputs": inputs})
 
 
 def load_trained(model_dir: Path, embeddings: Path, device: torch.device) -> torch.nn.Module:
@@ -57,7 +64,7 @@ def load_trained(model_dir: Path, embeddings: Path, device: torch.device) -> tor
         raise StudyError(f"{model_dir}: no config.json; train the model first")
     config = json.loads(config_path.read_text())
     model = build_model(config["model_name"], config["model_settings"], load_embeddings(embeddings))
-    model.load_state_dict(torch.load(model_dir / "model.pt", map_location="cpu"))
+    model.load_state_dict(load_tensors(model_dir / "model.pt"))
     return model.to(device).eval()
 
 

@@ -8,7 +8,10 @@
 | run        | ``qid Q0 docid rank score tag``      |
 
 Every reader reports a malformed line as ``FormatError`` naming the file, the 1-based line
-number, what was expected and what was found. Every writer is atomic (temp file + rename).
+number, what was expected and what was found; a file without a single record is an error at the
+line after its last one. A UTF-8 byte-order mark before the first line is skipped; NUL
+bytes are refused. Every writer is atomic (temp file + rename). docs/formats.md lists what each
+reader accepts and refuses.
 """
 
 from __future__ import annotations
@@ -48,7 +51,7 @@ def clean_text(text: str) -> str:
 
 
 def _lines(path: str | os.PathLike) -> Iterator[tuple[int, str]]:
-    """Yield (line number, line without its newline); decoding errors name the line."""
+    """Yield (line number, line without its newline); decoding errors and NUL bytes name the line."""
     if not Path(path).is_file():
         raise FormatError(path, None, "an existing file", "no such file")
     with open(path, "rb") as handle:
@@ -57,7 +60,23 @@ def _lines(path: str | os.PathLike) -> Iterator[tuple[int, str]]:
                 line = raw.decode("utf-8")
             except UnicodeDecodeError as error:
                 raise FormatError(path, number, "UTF-8 text", f"undecodable byte at column {error.start + 1}") from None
+            if number == 1:  # a byte-order mark (Windows editors) is not part of the first id
+                line = line.removeprefix("\ufeff")
+            for bad, what in (("\0", "NUL byte"), ("\ufeff", "byte-order mark (U+FEFF)")):
+                if bad in line:  # invisible: an id holding one would match nothing
+                    raise FormatError(path, number, f"text without a {what} (a BOM only starts a file)",
+                                      f"one at column {line.index(bad) + 1}")
             yield number, line.rstrip("\r\n")
+
+
+def _count_lines(path: str | os.PathLike) -> int:
+    with open(path, "rb") as handle:
+        return sum(1 for _ in handle)
+
+
+def _empty(path: str | os.PathLike, expected: str) -> FormatError:
+    """The error of a file without a single record: at the line after its last one."""
+    return FormatError(path, _count_lines(path) + 1, expected, "end of file")
 
 
 def _tsv_pairs(path: str | os.PathLike, id_name: str) -> Iterator[tuple[int, str, str]]:
@@ -74,14 +93,18 @@ def _tsv_pairs(path: str | os.PathLike, id_name: str) -> Iterator[tuple[int, str
 
 
 def iter_collection(path: str | os.PathLike, check_unique: bool = True) -> Iterator[tuple[str, str]]:
-    """Stream ``(docid, text)`` pairs; empty texts are allowed, duplicate ids are not."""
+    """Stream ``(docid, text)`` pairs; empty texts are allowed, duplicate ids and empty files are not."""
     seen: dict[str, int] = {}
+    count = 0
     for number, docid, text in _tsv_pairs(path, "docid"):
         if check_unique:
             if docid in seen:
                 raise FormatError(path, number, f"a unique docid (first seen on line {seen[docid]})", docid)
             seen[docid] = number
+        count += 1
         yield docid, text
+    if not count:
+        raise _empty(path, "at least one document 'docid<TAB>text'")
 
 
 def read_queries(path: str | os.PathLike) -> dict[str, str]:
@@ -91,11 +114,14 @@ def read_queries(path: str | os.PathLike) -> dict[str, str]:
         if qid in queries:
             raise FormatError(path, number, f"a unique qid (first seen on line {lines[qid]})", qid)
         queries[qid], lines[qid] = text, number
+    if not queries:
+        raise _empty(path, "at least one query 'qid<TAB>text'")
     return queries
 
 
 def iter_qrels(path: str | os.PathLike) -> Iterator[tuple[int, str, str, int]]:
-    """Stream ``(line number, qid, docid, grade)``; a (qid, docid) pair judged twice is an error."""
+    """Stream ``(line number, qid, docid, grade)``; a (qid, docid) pair judged twice, a negative
+    grade and an empty file are errors."""
     seen: set[tuple[str, str]] = set()
     for number, line in _lines(path):
         if not line.strip():
@@ -108,10 +134,31 @@ def iter_qrels(path: str | os.PathLike) -> Iterator[tuple[int, str, str, int]]:
             grade = int(rel)
         except ValueError:
             raise FormatError(path, number, "an integer relevance grade in field 4", rel) from None
+        if grade < 0:  # trec_eval's readers disagree on them; map e.g. the Web track's -2 (spam) to 0 first
+            raise FormatError(path, number, "a relevance grade >= 0 in field 4 (0 = judged non-relevant)", rel)
         if (qid, docid) in seen:
             raise FormatError(path, number, f"one judgment per (qid, docid); {qid} {docid} is judged twice", line)
         seen.add((qid, docid))
         yield number, qid, docid, grade
+    if not seen:
+        raise _empty(path, "at least one judgment 'qid iteration docid relevance'")
+
+
+def read_ids(path: str | os.PathLike, what: str = "qid") -> list[str]:
+    """One id per line (blank lines skipped); ids without whitespace, each once, at least one."""
+    ids: dict[str, int] = {}
+    for number, line in _lines(path):
+        identifier = line.strip()
+        if not identifier:
+            continue
+        if not _ID.match(identifier):
+            raise FormatError(path, number, f"one {what} per line, without spaces", line)
+        if identifier in ids:
+            raise FormatError(path, number, f"a unique {what} (first seen on line {ids[identifier]})", identifier)
+        ids[identifier] = number
+    if not ids:
+        raise _empty(path, f"at least one {what}")
+    return list(ids)
 
 
 def read_qrels(path: str | os.PathLike) -> Qrels:
@@ -150,6 +197,8 @@ def read_run(path: str | os.PathLike) -> Run:
             raise FormatError(path, number, f"each docid once per query; {docid} repeats for query {qid}", line)
         docs.add(docid)
         run.setdefault(qid, []).append((docid, value))
+    if not run:
+        raise _empty(path, "at least one ranked document 'qid Q0 docid rank score tag'")
     for ranking in run.values():
         ranking.sort(key=lambda item: -item[1])
     return run

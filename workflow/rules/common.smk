@@ -154,6 +154,13 @@ def tuning_depths(variant):
     return [min(start, stop), stop, step]
 
 
+def full_task_depth(wildcards, input):
+    """apply-depth's depth: tuned on dev (the depth JSON), else the run's fixed rerank_depth."""
+    if input.depth:
+        return f"--depth-json {input.depth}"
+    return f"--depth {RUNS[wildcards.system.split('.')[1]]['rerank_depth']}"
+
+
 def model_dir(variant, seed):
     base = base_run(variant)
     return f"models/{RUNS[base]['train']}/{run_model(base)}/{base}/seed{seed}"
@@ -181,9 +188,14 @@ def neural_systems():
     return pairs
 
 
+def eval_splits(dataset):
+    """The neural runs' evaluation splits of a dataset: dev and test (dev only where it has one)."""
+    return [split for split in ("dev", "test") if split in dataset_splits(dataset)]
+
+
 def neural_metrics():
     return [f"results/metrics/{dataset}/{system}.{split}.csv"
-            for dataset, system in neural_systems() for split in ("dev", "test")]
+            for dataset, system in neural_systems() for split in eval_splits(dataset)]
 
 
 for _variant, _spec in RUNS.items():
@@ -197,6 +209,52 @@ for _variant, _spec in RUNS.items():
         _problems.append(f"encoder_from {_spec['encoder_from']!r} is not a run of an encoder (wordpiece) model")
     if _problems:
         raise ValueError(f"config: neural.runs.{_variant}: " + "; ".join(_problems))
+
+
+def check_sections():
+    """Model settings and each run's merged training settings through their dataclasses
+    (rankstudy.config_check): a typo or a value out of range stops the run before any job."""
+    try:
+        from rankstudy.config_check import model_problems, training_problem
+    except ImportError:  # snakemake outside the study's environment: the jobs check them
+        return
+    problems = model_problems(NEURAL["models"]) + model_problems(NEURAL["efficiency"]["models"],
+                                                                  "neural.efficiency.models")
+    for variant, spec in RUNS.items():
+        if "model" in spec:
+            settings = {key: value for key, value in training_settings(variant).items() if key != "device"}
+            problems.append(training_problem(settings, f"neural.runs.{variant}.training (with neural.training)"))
+    problems = [problem for problem in problems if problem]
+    if problems:
+        raise ValueError("config: " + "\n  ".join(problems))
+
+
+check_sections()
+
+
+def check_splits():
+    """A run trains on its dataset's train split and validates on its dev split; the full task tunes
+    its depth on each evaluated dataset's dev split unless the run re-ranks a fixed rerank_depth."""
+    for variant, spec in RUNS.items():
+        if not run_datasets(variant):
+            continue
+        if "model" in spec:
+            missing = [split for split in ("train", "dev") if split not in dataset_splits(spec["train"])]
+            if missing:
+                raise ValueError(
+                    f"config: neural.runs.{variant} trains on dataset {spec['train']!r}, which has no "
+                    f"{' and no '.join(repr(s) for s in missing)} split (its splits: {', '.join(dataset_splits(spec['train']))}); "
+                    f"train on a dataset that has them and apply the model here with `reuse:`")
+        for dataset in run_datasets(variant):
+            if "test" not in dataset_splits(dataset):
+                raise ValueError(f"config: neural.runs.{variant} evaluates dataset {dataset!r}, which has no 'test' split")
+            if "dev" not in dataset_splits(dataset) and "ensemble" not in spec and "rerank_depth" not in spec:
+                raise ValueError(
+                    f"config: neural.runs.{variant} evaluates dataset {dataset!r}, which has no 'dev' split to tune "
+                    f"the full task's re-ranking depth on; give the run a fixed `rerank_depth`")
+
+
+check_splits()
 
 
 def table2_rows():
@@ -218,7 +276,7 @@ def table2_rows():
 
 def table2_metrics():
     return sorted({f"results/metrics/{row['dataset']}/{system}.{split}.csv" for row in table2_rows()
-                   for system in (row["rerank"], row["full"]) if system for split in ("dev", "test")})
+                   for system in (row["rerank"], row["full"]) if system for split in eval_splits(row["dataset"])})
 
 
 for _variant in NEURAL.get("table2_runs", []):
@@ -329,8 +387,9 @@ def truncation_grid():
 
 
 def truncation_qid_args(name):
+    """The qid-list options of an external run type, paths shell-quoted (they come from the config)."""
     spec = TRUNCATION["runs"][name]
-    return " ".join(f"--{part}-qids {spec[f'{part}_qids']}" for part in ("train", "dev", "test")
+    return " ".join(f"--{part}-qids {shlex.quote(spec[f'{part}_qids'])}" for part in ("train", "dev", "test")
                     if f"{part}_qids" in spec)
 
 

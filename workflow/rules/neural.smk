@@ -271,7 +271,8 @@ rule full_task:
     input:
         first_stage="runs/{dataset}/bm25.{split}.run",
         neural="runs/{dataset}/{system}.{split}.run",
-        depth="runs/{dataset}/{system}.depth.json",
+        # no dev split (a test-only collection): the run's fixed rerank_depth (common.smk check_splits)
+        depth=lambda wc: f"runs/{wc.dataset}/{wc.system}.depth.json" if "dev" in dataset_splits(wc.dataset) else [],
     output:
         "runs/{dataset}/{system}-full.{split}.run",
     log:
@@ -280,12 +281,14 @@ rule full_task:
         "../../environment.yml"
     wildcard_constraints:
         system=r"[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.s\d+",
+    params:
+        depth=full_task_depth,
     resources:
         mem_mb=1000,
         runtime=15,
     shell:
         "python -m rankstudy apply-depth --first-stage {input.first_stage} --neural {input.neural}"
-        " --depth-json {input.depth} --out {output} --tag {wildcards.system}-full 2> {log}"
+        " {params.depth} --out {output} --tag {wildcards.system}-full 2> {log}"
 
 
 rule ensemble:

@@ -150,7 +150,7 @@ rule truncation:
         runtime=60,
         gpu=gpus(TRUNCATION.get("device", "auto")),
     shell:
-        "python -m rankstudy truncation --run {input.run} --qrels {input.qrels} --config {params.settings:q}"
+        "python -m rankstudy truncation --run {input.run:q} --qrels {input.qrels:q} --config {params.settings:q}"
         " --seed {params.seed} --out {params.out} {params.qids} 2> {log}"
 
 
@@ -176,7 +176,7 @@ rule truncation_grid:
         runtime=60,
         gpu=gpus(TRUNCATION.get("device", "auto")),
     shell:
-        "python -m rankstudy truncation --run {input.run} --qrels {input.qrels} --config {params.settings:q}"
+        "python -m rankstudy truncation --run {input.run:q} --qrels {input.qrels:q} --config {params.settings:q}"
         " --seed {params.seed} --grid-out {output} {params.qids} 2> {log}"
 
 
@@ -200,7 +200,7 @@ rule choppy_table1:
         mem_mb=1000,
         runtime=15,
     shell:
-        "python -m rankstudy choppy-report table1 --studies {params.studies} --names {params.names}"
+        "python -m rankstudy choppy-report table1 --studies {params.studies:q} --names {params.names:q}"
         " --out-prefix {params.prefix} 2> {log}"
 
 
@@ -222,7 +222,7 @@ rule choppy_fig1:
         mem_mb=2000,
         runtime=15,
     shell:
-        "python -m rankstudy choppy-report fig1 --studies {params.studies} --names {params.names}"
+        "python -m rankstudy choppy-report fig1 --studies {params.studies:q} --names {params.names:q}"
         " --out-prefix results/figures/choppy_fig1 2> {log}"
 
 
@@ -243,5 +243,5 @@ rule choppy_fig2:
         mem_mb=2000,
         runtime=15,
     shell:
-        "python -m rankstudy choppy-report fig2 --studies {params.studies} --names {params.names}"
+        "python -m rankstudy choppy-report fig2 --studies {params.studies:q} --names {params.names:q}"
         " --out-prefix results/figures/choppy_fig2 2> {log}"

@@ -117,19 +117,24 @@ def _split(name: str, split: str, dataset_id: str) -> tuple[dict[str, str], Qrel
         for query in _records(dataset, dataset_id, "queries")
     }
     qrels: Qrels = {}
-    dropped = repeated = 0
+    dropped = repeated = negative = 0
     for qrel in _records(dataset, dataset_id, "qrels"):
         if qrel.query_id not in queries:
             dropped += 1
             continue
         judged = qrels.setdefault(qrel.query_id, {})
         repeated += qrel.doc_id in judged
-        judged[_checked_id(qrel.doc_id, "doc_id", dataset_id)] = int(qrel.relevance)
+        grade = int(qrel.relevance)
+        negative += grade < 0  # e.g. the Web track's -2 (spam): judged non-relevant, as docs/formats.md asks
+        judged[_checked_id(qrel.doc_id, "doc_id", dataset_id)] = max(grade, 0)
     if not qrels:
         raise StudyError(f"datasets.{name}.irds.splits.{split}: {dataset_id!r} has no judgments for its queries")
     unjudged = len(queries) - len(qrels)
     if dropped:
         log.warning("%s/%s: dropped %d qrels of queries not in %s", name, split, dropped, dataset_id)
+    if negative:
+        log.warning("%s/%s: %d negative grades in %s written as 0 (judged non-relevant)", name, split, negative,
+                    dataset_id)
     if repeated:
         log.warning("%s/%s: %d (qid, docid) judged again in %s; last grade kept", name, split, repeated, dataset_id)
     if unjudged:

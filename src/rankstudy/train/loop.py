@@ -2,7 +2,13 @@
 
 Output directory (docs/neural.md): ``model.pt`` (best state_dict), ``checkpoint.pt`` (the last
 validation: model, optimiser, RNG states, early-stopping state, log rows), ``log.csv``
-(``step, loss, metric, best``) and ``config.json``. Every file is written atomically.
+(``step, loss, metric, best``) and ``config.json``. Every file is written atomically, ``.pt`` files
+byte-reproducibly and read back with ``weights_only=True`` (``rankstudy.tensorfile``).
+
+Resume: ``config.json`` records the settings, the seed and the caller's fingerprint of the inputs;
+a checkpoint is resumed only when they all match, otherwise the directory starts afresh (a rerun
+after an upstream change trains on the new data). A finished run always (re)writes ``model.pt``
+and ``log.csv``, which Snakemake deletes before it reruns the job.
 
 Determinism: the examples of step ``k`` are a pure function of ``(seed, k)`` (one permutation per
 epoch from ``default_rng([seed, epoch])``), and the checkpoint restores every RNG, so a run
@@ -26,11 +32,12 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
-from rankstudy.atomic import atomic_open, atomic_path
+from rankstudy.atomic import atomic_open
 from rankstudy.errors import StudyError
 from rankstudy.evaluate import aggregate, evaluate_run, parse_measures
 from rankstudy.formats import Qrels, Run
 from rankstudy.rerank import rerank_to_depth, score_candidates
+from rankstudy.tensorfile import load_tensors, save_tensors
 from rankstudy.train.losses import listwise_softmax_ce, pairwise_margin_loss
 
 log = logging.getLogger(__name__)
@@ -206,21 +213,29 @@ def make_validator(run: Run, qrels: Qrels, query_store, doc_store, cfg: TrainCon
 
 
 def _rng_states() -> dict:
-    return {"torch": torch.get_rng_state(), "numpy": np.random.get_state(), "python": random.getstate(),
+    """Every RNG's state as tensors and plain numbers, so that ``weights_only`` loading reads it."""
+    kind, keys, pos, has_gauss, gauss = np.random.get_state()
+    version, python_state, gauss_next = random.getstate()
+    return {"torch": torch.get_rng_state(),
+            "numpy": {"kind": kind, "keys": torch.from_numpy(keys.astype(np.int64)), "pos": int(pos),
+                      "has_gauss": int(has_gauss), "gauss": float(gauss)},
+            "python": {"version": version, "state": list(python_state), "gauss_next": gauss_next},
             "cuda": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None}
 
 
 def _set_rng_states(states: dict) -> None:
     torch.set_rng_state(states["torch"])
-    np.random.set_state(states["numpy"])
-    random.setstate(states["python"])
+    numpy = states["numpy"]
+    np.random.set_state((numpy["kind"], numpy["keys"].numpy().astype(np.uint32), numpy["pos"], numpy["has_gauss"],
+                         numpy["gauss"]))
+    python = states["python"]
+    random.setstate((python["version"], tuple(python["state"]), python["gauss_next"]))
     if states["cuda"] is not None and torch.cuda.is_available():
         torch.cuda.set_rng_state_all(states["cuda"])
 
 
 def _save(obj: Any, path: Path) -> None:
-    with atomic_path(path) as tmp:
-        torch.save(obj, tmp)
+    save_tensors(obj, path)
 
 
 def _cpu_state(model: torch.nn.Module) -> dict:
@@ -276,9 +291,12 @@ def train(model: torch.nn.Module, examples: Sequence[tuple], query_store, doc_st
     state = {"step": 0, "best_metric": None, "best_step": None, "bad": 0, "rows": [], "done": False,
              "stopped_early": False}
     checkpoint_path, config_path = out_dir / "checkpoint.pt", out_dir / "config.json"
+    _remove_stale_temporaries(out_dir)
+    if checkpoint_path.exists() and not _resumable(config_path, config):
+        for name in ("checkpoint.pt", "best.pt", "model.pt", "log.csv"):
+            (out_dir / name).unlink(missing_ok=True)
     if checkpoint_path.exists():
-        _check_resume(config_path, config)
-        checkpoint = torch.load(checkpoint_path, map_location="cpu", weights_only=False)
+        checkpoint = load_tensors(checkpoint_path)
         model.load_state_dict(checkpoint.pop("model"))
         optimizer.load_state_dict(checkpoint.pop("optimizer"))
         _set_rng_states(checkpoint.pop("rng"))
@@ -292,9 +310,11 @@ def train(model: torch.nn.Module, examples: Sequence[tuple], query_store, doc_st
     if not state["done"]:
         _loop(model, optimizer, examples, listwise, query_store, doc_store, validate, cfg, device, out_dir,
               seed, state, kill_after_step)
-    # model.pt (the workflow's output) appears only when training is over: a killed job leaves
-    # checkpoint.pt and best.pt to resume from, and no output that looks complete.
-    best = torch.load(out_dir / "best.pt", map_location="cpu")
+    # model.pt and log.csv (the workflow's outputs) are written when training is over, also when a
+    # finished checkpoint is resumed: a killed job leaves checkpoint.pt and best.pt to resume from
+    # and no output that looks complete; a rerun of a finished one gets its outputs back.
+    best = load_tensors(out_dir / "best.pt")
+    _write_log(out_dir / "log.csv", state["rows"])
     _save(best, out_dir / "model.pt")
     model.load_state_dict(best)
     summary = {"metric": cfg.metric, "best_metric": state["best_metric"], "best_step": state["best_step"],
@@ -303,17 +323,30 @@ def train(model: torch.nn.Module, examples: Sequence[tuple], query_store, doc_st
     return summary
 
 
-def _check_resume(config_path: Path, config: dict) -> None:
-    """Refuse to resume a checkpoint written with another config, seed or example count (device aside)."""
+def _remove_stale_temporaries(out_dir: Path) -> None:
+    """Delete the temporary files (``atomic_path``'s ``.NAME.*.tmp``) a killed write left behind."""
+    for tmp in out_dir.glob(".*.tmp"):
+        if tmp.is_file():
+            tmp.unlink()
+            log.info("removed %s, left by an interrupted write", tmp)
+
+
+def _resumable(config_path: Path, config: dict) -> bool:
+    """Whether the checkpoint beside ``config_path`` was written with this config, seed, example
+    count and recorded settings (inputs' fingerprint included; the device aside)."""
     if not config_path.exists():
-        return
-    saved = json.loads(config_path.read_text())
+        return True
+    try:
+        saved = json.loads(config_path.read_text())
+    except (OSError, ValueError):
+        saved = {}
     comparable = lambda c: {**c, "train": {k: v for k, v in c.get("train", {}).items() if k != "device"}}  # noqa: E731
     before = comparable(saved)
     differ = [key for key, value in comparable(config).items() if before.get(key) != value]
     if differ:
-        raise StudyError(f"{config_path.parent}: checkpoint.pt was written with a different config/seed/examples "
-                         f"({', '.join(differ)} differ; {config_path}); delete the directory to start over")
+        log.warning("%s: the checkpoint was written with other %s; training starts afresh",
+                    config_path.parent, ", ".join(differ))
+    return not differ
 
 
 def _loop(model, optimizer, examples, listwise, query_store, doc_store, validate, cfg, device, out_dir, seed,

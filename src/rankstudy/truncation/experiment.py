@@ -181,7 +181,7 @@ def write_study(study: Mapping[str, Any], out_dir: Path) -> None:
 
 
 def read_qid_list(path: str | Path) -> list[str]:
-    return [line.strip() for line in Path(path).read_text().splitlines() if line.strip()]
+    return formats.read_ids(path, "qid")
 
 
 def run_from_files(run_path: Path, qrels_path: Path, settings: Mapping[str, Any], seed: int, out_dir: Path | None,

@@ -1,0 +1,184 @@
+"""A model directory across reruns (issue 16): inputs' fingerprint, pickle-free and byte-reproducible
+``.pt`` files, stale temporaries, and a training process killed during a checkpoint write."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from rankstudy import formats
+from rankstudy.errors import StudyError
+from rankstudy.store import build_store
+from rankstudy.tensorfile import load_tensors, save_tensors
+from rankstudy.text.embeddings import save_embeddings
+from rankstudy.text.vocab import build_vocabulary
+from rankstudy.train.examples import write_triples
+
+TRAINING = {"loss": "pairwise", "max_steps": 30, "validate_every": 10, "patience": 10, "metric": "RR@10",
+            "validation_depth": 4, "batch_size": 4, "max_query_length": 4, "max_doc_length": 8,
+            "learning_rates": {"default": 0.01, "embeddings": 0.01}, "device": "cpu"}
+TOPICS = ["apple", "river", "guitar", "solar", "pepper", "violin"]
+
+
+@pytest.fixture()
+def inputs(tmp_path):
+    """The files of a ``rankstudy train`` step (a KNRM on six one-word topics)."""
+    docs = {f"d{i}": f"{t} {t} note about the {t}" for i, t in enumerate(TOPICS)}
+    formats.write_collection(tmp_path / "docs.tsv", docs.items())
+    formats.write_queries(tmp_path / "queries.tsv", {f"q{i}": t for i, t in enumerate(TOPICS)})
+    vocab = build_vocabulary(tmp_path / "docs.tsv")
+    vocab.save(tmp_path / "vocab")
+    build_store(tmp_path / "docs.tsv", vocab, tmp_path / "docs")
+    build_store(tmp_path / "queries.tsv", vocab, tmp_path / "queries", kind="queries")
+    save_embeddings(tmp_path / "embeddings.npy",
+                    np.random.default_rng(0).normal(size=(len(vocab), 8)).astype(np.float32))
+    n = len(TOPICS)
+    write_triples(tmp_path / "triples.tsv", [(f"q{i}", f"d{i}", f"d{(i + k) % n}") for i in range(n) for k in (1, 2)])
+    formats.write_run(tmp_path / "dev.run", {f"q{i}": [(f"d{(i + k) % n}", 1.0 - 0.1 * k) for k in range(1, n + 1)]
+                                             for i in range(n)}, "bm25")
+    formats.write_qrels(tmp_path / "qrels.txt", {f"q{i}": {f"d{i}": 1} for i in range(n)})
+    return tmp_path
+
+
+def train_args(data: Path, out: Path, examples: str = "triples.tsv") -> list[str]:
+    return ["train", "--model", "knrm", "--model-config", "{}", "--train-config", json.dumps(TRAINING),
+            "--embeddings", str(data / "embeddings.npy"), "--examples", str(data / examples),
+            "--train-queries", str(data / "queries"), "--documents", str(data / "docs"),
+            "--dev-queries", str(data / "queries"), "--dev-run", str(data / "dev.run"),
+            "--dev-qrels", str(data / "qrels.txt"), "--out", str(out), "--seed", "3"]
+
+
+def train_here(data: Path, out: Path, examples: str = "triples.tsv") -> None:
+    from rankstudy.cli import main
+
+    assert main(train_args(data, out, examples)) == 0
+
+
+def test_equal_tensors_give_equal_bytes(tmp_path):
+    state = {"w": torch.arange(6.0).view(2, 3), "step": 3}
+    save_tensors(state, tmp_path / "a.pt")
+    save_tensors(state, tmp_path / "sub" / "model.pt")  # another name and folder: the same bytes
+    assert (tmp_path / "a.pt").read_bytes() == (tmp_path / "sub" / "model.pt").read_bytes()
+    assert torch.equal(load_tensors(tmp_path / "a.pt")["w"], state["w"])
+
+
+def test_two_trainings_write_identical_files(inputs):
+    train_here(inputs, inputs / "a")
+    train_here(inputs, inputs / "b")
+    for name in ("model.pt", "best.pt", "checkpoint.pt", "log.csv"):
+        assert (inputs / "a" / name).read_bytes() == (inputs / "b" / name).read_bytes(), name
+
+
+class Planted:
+    """Pickled, it runs ``touch marker`` when unpickled (as a malicious checkpoint would)."""
+
+    def __init__(self, marker: Path):
+        self.marker = marker
+
+    def __reduce__(self):
+        return (os.system, (f"touch {self.marker}",))
+
+
+def test_a_planted_pickle_is_refused(inputs, tmp_path):
+    out, marker = inputs / "model", tmp_path / "PWNED"
+    train_here(inputs, out)  # config.json matches the next run: the checkpoint would be resumed
+    torch.save({"model": Planted(marker)}, out / "checkpoint.pt")
+    with pytest.raises(StudyError, match=r"checkpoint.pt: refused to load"):
+        from rankstudy.experiment import train_model
+
+        train_model("knrm", {}, TRAINING, inputs / "embeddings.npy", inputs / "triples.tsv", inputs / "queries",
+                    inputs / "docs", inputs / "queries", inputs / "dev.run", inputs / "qrels.txt", out, seed=3)
+    assert not marker.exists()
+    save_tensors({"w": torch.zeros(1)}, out / "model.pt")
+    torch.save(Planted(marker), out / "model.pt")  # load_trained (rerank, export) refuses it too
+    with pytest.raises(StudyError, match="refused to load"):
+        load_tensors(out / "model.pt")
+    assert not marker.exists()
+
+
+def test_a_rerun_after_an_input_change_trains_on_the_new_input(inputs):
+    """Snakemake deletes model.pt and log.csv before it reruns train; the finished checkpoint of the
+    old examples must not be 'resumed' (it was, and log.csv never came back)."""
+    out = inputs / "model"
+    train_here(inputs, out)
+    first = (out / "model.pt").read_bytes()
+    n = len(TOPICS)  # as many triples, other negatives: only the contents differ
+    write_triples(inputs / "other.tsv", [(f"q{i}", f"d{i}", f"d{(i + k) % n}") for i in range(n) for k in (3, 4)])
+    for name in ("model.pt", "log.csv"):
+        (out / name).unlink()
+    train_here(inputs, out, examples="other.tsv")
+    assert (out / "log.csv").is_file() and (out / "model.pt").read_bytes() != first
+    train_here(inputs, inputs / "fresh", examples="other.tsv")
+    assert (out / "model.pt").read_bytes() == (inputs / "fresh" / "model.pt").read_bytes()
+    assert (out / "log.csv").read_bytes() == (inputs / "fresh" / "log.csv").read_bytes()
+    recorded = json.loads((out / "config.json").read_text())["inputs"]
+    assert set(recorded) == {"embeddings", "examples", "train_queries", "documents", "dev_queries", "dev_run",
+                             "dev_qrels"}
+    # same inputs, outputs deleted (e.g. --forcerun): the finished run gives them back unchanged
+    again = (out / "model.pt").read_bytes()
+    for name in ("model.pt", "log.csv"):
+        (out / name).unlink()
+    train_here(inputs, out, examples="other.tsv")
+    assert (out / "model.pt").read_bytes() == again and (out / "log.csv").is_file()
+
+
+KILLER = """
+import io, sys, time
+from pathlib import Path
+import torch
+from rankstudy.atomic import atomic_open
+from rankstudy.cli import main
+import rankstudy.train.loop as loop
+
+marker, calls = Path(sys.argv[1]), []
+
+def half_written(obj, path):  # the second checkpoint: write half of it, then wait to be killed
+    calls.append(Path(path).name)
+    if calls.count("checkpoint.pt") == 2 and Path(path).name == "checkpoint.pt":
+        buffer = io.BytesIO()
+        torch.save(obj, buffer)
+        with atomic_open(path, "wb") as out:
+            out.write(buffer.getvalue()[: len(buffer.getvalue()) // 2])
+            out.flush()
+            marker.touch()
+            time.sleep(600)
+    return original(obj, path)
+
+original, loop.save_tensors = loop.save_tensors, half_written
+sys.exit(main(sys.argv[2:]))
+"""
+
+
+def test_sigkill_during_a_checkpoint_write_then_rerun_equals_an_uninterrupted_run(inputs, tmp_path):
+    train_here(inputs, inputs / "full")
+    out, marker = inputs / "killed", tmp_path / "writing"
+    process = subprocess.Popen([sys.executable, "-c", KILLER, str(marker), *train_args(inputs, out)],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 120
+        while not marker.exists():
+            assert process.poll() is None, process.stderr.read().decode()[-2000:]
+            assert time.monotonic() < deadline, "the training process never reached its second checkpoint"
+            time.sleep(0.05)
+    finally:
+        process.send_signal(signal.SIGKILL)
+        process.wait()
+    stale = list(out.glob(".*.tmp"))
+    assert [p.name.split(".tmp")[0].split(".")[1] for p in stale] == ["checkpoint"]
+    assert not (out / "model.pt").exists()
+    rerun = subprocess.run([sys.executable, "-m", "rankstudy", *train_args(inputs, out)], capture_output=True,
+                           text=True, timeout=300)
+    assert rerun.returncode == 0, rerun.stderr[-2000:]
+    assert "resuming" in rerun.stderr and "removed" in rerun.stderr
+    assert not list(out.glob(".*.tmp"))
+    for name in ("model.pt", "log.csv"):
+        assert (out / name).read_bytes() == (inputs / "full" / name).read_bytes(), name
