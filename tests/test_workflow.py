@@ -85,7 +85,9 @@ def test_dry_run_lists_the_study_jobs(tmp_path):
         "socialformer_curves": 1,
         # Choppy paper: BM25 and TK-ensemble lists, Table 1, Fig. 1 and Fig. 2's grid
         "truncation": 2, "truncation_grid": 2, "choppy_table1": 1, "choppy_fig1": 1, "choppy_fig2": 1,
-        "all": 1, "total": 489,
+        # the claims scoreboard and the expected-results check (docs/claims.md)
+        "claims": 1, "check_expected": 1,
+        "all": 1, "total": 491,
     }
 
 
@@ -104,6 +106,13 @@ def test_a_local_collection_config(tmp_path):
     assert counts["dataset_mini"] == 1 and counts["first_stage"] == 2 and counts["evaluate"] == 2
 
 
+def claim_config(**keys):
+    """A config with one claim (config claims:), its keys changed or added by the test."""
+    claim = {"id": "x", "paper": "TKL", "statement": "s", "dataset": "synthetic-doc", "measure": "nDCG@10",
+             "a": "{run: tkl-2k}", "b": "{run: d1}", **keys}
+    return "claims:\n  - {" + ", ".join(f"{key}: {value}" for key, value in claim.items()) + "}\n"
+
+
 @pytest.mark.parametrize("config, message", [
     ("first_stage:\n  systems:\n    bm25: {model: bm25, k1: high}\n", r"'high' is not of type 'number'"),
     ("first_stage:\n  systems:\n    ql: {model: ql, k1: 0.9}\n", r"k1"),
@@ -113,6 +122,14 @@ def test_a_local_collection_config(tmp_path):
     ("neural:\n  runs:\n    sf-node: {encoder_from: p1}\n",
      r"neural.runs.sf-node: encoder_from 'p1' is not a run of an encoder \(wordpiece\) model"),
     ("neural:\n  runs:\n    sf-node: {encoder_from: nowhere}\n", r"neural.runs.sf-node: encoder_from 'nowhere' is not defined"),
+    # claims (docs/claims.md): the schema refuses a malformed claim; the workflow names the claim of a bad name
+    (claim_config(colour="red"), r"'colour' was unexpected"),
+    (claim_config(direction="maybe"), r"'maybe' is not one of \['better', 'not_worse', 'bounds'\]"),
+    (claim_config(b="{run: d1, system: bm25}"), r"is not valid under any of the given schemas"),
+    (claim_config(b="{run: nowhere}"), r"claims: claim 'x': run 'nowhere' is not a key of neural.runs"),
+    (claim_config(b="{system: tk.d1.s99}"), r"claim 'x': system 'tk.d1.s99' is neither a first_stage system"),
+    (claim_config(direction="not_worse"), r"claim 'x': a margin goes with direction not_worse, and only with it"),
+    (claim_config(measure="MAP@7"), r"claim 'x': measure 'MAP@7' is not in evaluation.measures"),
 ])
 def test_a_bad_config_fails_with_a_clear_message(tmp_path, config, message):
     work = workflow_copy(tmp_path)
