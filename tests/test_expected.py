@@ -103,3 +103,15 @@ def test_bad_files_are_clear_errors(tmp_path, tables):
     pd.DataFrame({"x": [1.0]}).to_csv(odd, index=False)
     with pytest.raises(StudyError, match="no row key known for table 'odd_table'"):
         update(tmp_path / "e.yaml", [odd])
+
+
+def test_tables_dir_checks_the_pinned_tables(tmp_path, tables, capsys):
+    pd.DataFrame({"table": ["best"], "qid": ["1"], "AP": [1.0]}).to_csv(tmp_path / "tk_table3_4.csv", index=False)
+    expected = tmp_path / "expected.yaml"
+    args = ["check-expected", "--expected", str(expected), "--tables-dir", str(tmp_path)]
+    assert main(args + ["--update"]) == 0  # every table with a known row key; tk_table3_4 has none
+    assert "wrote 8 expected cells of 2 tables" in capsys.readouterr().out
+    assert main(args) == 0
+    tables[1].unlink()
+    assert main(args) == 2
+    assert "choppy_table1.csv: cannot read table" in capsys.readouterr().err

@@ -331,11 +331,12 @@ def _claims(args: argparse.Namespace) -> None:
 def _check_expected(args: argparse.Namespace) -> None:
     from rankstudy import expected
 
+    tables = args.tables or expected.tables_in(args.tables_dir, args.expected)
     if args.update:
-        count = expected.update(args.expected, args.tables)
-        print(f"wrote {count} expected cells of {len(args.tables)} tables to {args.expected}")
+        count = expected.update(args.expected, tables)
+        print(f"wrote {count} expected cells of {len(tables)} tables to {args.expected}")
         return
-    summary, drifts = expected.check(args.expected, args.tables, missing_ok=args.missing_ok)
+    summary, drifts = expected.check(args.expected, tables, missing_ok=args.missing_ok)
     for line in drifts:
         print(line)
     print(summary)
@@ -613,7 +614,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = commands.add_parser("check-expected", help="compare a finished run's table cells with the expected file")
     p.add_argument("--expected", required=True, help="the expected file (YAML; docs/claims.md)")
-    p.add_argument("--tables", nargs="+", required=True, help="the run's table CSVs (results/tables/NAME.csv)")
+    given = p.add_mutually_exclusive_group(required=True)
+    given.add_argument("--tables", nargs="+", help="the run's table CSVs (results/tables/NAME.csv)")
+    given.add_argument("--tables-dir", help="the run's table folder: the tables the expected file pins (a new file: "
+                       "every known table there)")
     p.add_argument("--update", action="store_true", help="rewrite the expected file from these tables")
     p.add_argument("--missing-ok", action="store_true", help="a missing expected file is reported, not an error")
     p.add_argument("--out", help="also write the drifted cells and the summary to this file")

@@ -34,8 +34,8 @@ ROW_KEYS = {
 SKIP = ["docs/ms*", "p *", "* sig"]
 TOLERANCE = {"*": 1.0e-6}  # CPU runs are deterministic (neural.threads 1); loosen per measure for other machines
 HEADER = ("# Expected headline table cells (python -m rankstudy check-expected; docs/claims.md).\n"
-          "# After an intended change: python -m rankstudy check-expected --expected THIS_FILE --tables "
-          "results/tables/*.csv --update\n")
+          "# After an intended change: python -m rankstudy check-expected --expected THIS_FILE --tables-dir "
+          "results/tables --update\n")
 
 
 def read_expected(path) -> dict[str, Any]:
@@ -120,6 +120,19 @@ def _close(want: float | None, got: float | None, tolerance: float) -> bool:
     return abs(got - want) <= tolerance
 
 
+def tables_in(directory, expected_path) -> list[Path]:
+    """The table CSVs of ``directory`` to check: those the expected file pins, else (no file yet) every
+    CSV whose row key is known (``ROW_KEYS``)."""
+    path = Path(expected_path)
+    names = list(read_expected(path).get("tables", {})) if path.is_file() else []
+    if names:
+        return [Path(directory) / f"{name}.csv" for name in names]
+    found = sorted(p for p in Path(directory).glob("*.csv") if p.stem in ROW_KEYS)
+    if not found:
+        raise StudyError(f"{directory}: no table CSVs of a finished run ({', '.join(ROW_KEYS)})")
+    return found
+
+
 def update(expected_path, table_csvs: Sequence[str | Path]) -> int:
     """Rewrite the expected file from the run's tables, keeping its keys, skip and tolerance; the cell count."""
     path = Path(expected_path)
@@ -138,7 +151,7 @@ def check(expected_path, table_csvs: Sequence[str | Path], missing_ok: bool = Fa
     """(summary, drift lines) of a run's tables against the expected file. A missing file is an error
     unless ``missing_ok`` (the workflow's rule: a config nobody pinned yet), which reports it."""
     path = Path(expected_path)
-    how = f"python -m rankstudy check-expected --expected {path} --tables {' '.join(map(str, table_csvs))} --update"
+    how = f"python -m rankstudy check-expected --expected {path} --tables-dir results/tables --update"
     if not path.is_file():
         if missing_ok:
             return f"no expectations: {path} does not exist; create it from a finished run with: {how}", []
