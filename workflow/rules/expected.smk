@@ -4,15 +4,6 @@
 # (no --missing-ok) fails on it instead.
 
 
-def headline_tables():
-    """The table CSVs this config writes (the ones rule all asks for)."""
-    tables = ["results/tables/first_stage.csv"]
-    tables += ["results/tables/tk_table2.csv"] if table2_rows() else []
-    tables += [path for path in longdoc_outputs() + socialformer_outputs() if path.startswith("results/tables/")]
-    tables += ["results/tables/choppy_table1.csv"] if truncation_names() else []
-    return tables
-
-
 rule check_expected:
     input:
         headline_tables(),
