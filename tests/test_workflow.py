@@ -179,6 +179,15 @@ def test_the_tiny_study_runs_end_to_end(tiny_study):
     assert "| Socialformer (node) " in (results / "tables" / "socialformer_table1.md").read_text()
     curves = (results / "figures" / "socialformer_curves.csv").read_text()
     assert "BERT[CLS] warm start (passages)," in curves and "Socialformer (node)," in curves
+    # the claims scoreboard: every default claim evaluated or "not run" (the ablations tiny.yaml leaves out)
+    claims = pd.read_csv(results / "claims.csv")
+    assert {"tk-beats-bm25", "tkl-gain-late", "sf-patterns", "choppy-f1-tk", "oracle-dcg-bm25"} <= set(claims["id"])
+    assert set(claims["outcome"]) <= {"holds", "fails", "not run"}
+    assert set(claims[claims["id"] == "sf-patterns"]["outcome"]) == {"not run"}
+    assert set(claims[claims["id"].str.startswith("oracle-")]["outcome"]) == {"holds"}  # true by construction
+    assert (results / "claims.md").read_text().startswith("Claims scoreboard: ")
+    # the test's workflow copy has no tests/config/expected/: reported, not failed (the next test checks it)
+    assert (results / "check_expected.txt").read_text().startswith("no expectations: ")
     for rule in ("index", "first_stage", "evaluate", "report", "train", "rerank"):
         assert any((work / "logs" / rule).rglob("*.log")), rule
     assert list((work / "benchmarks" / "anserini").glob("index.*.json"))
@@ -188,6 +197,20 @@ def test_the_tiny_study_runs_end_to_end(tiny_study):
     report = snakemake(work, "--cores", "1", "--configfile", "tiny.yaml", "--report", "results/report.html")
     assert report.returncode == 0, report.stderr[-3000:]
     assert (work / "results" / "report.html").stat().st_size > 10_000
+    assert "1. Claims" in (work / "results" / "report.html").read_text()
+
+
+@pytest.mark.slow
+def test_the_tiny_study_matches_its_expected_results(tiny_study):
+    """Every headline table cell of the tiny run as pinned (CPU runs are deterministic; after an intended
+    change: python -m rankstudy check-expected --expected tests/config/expected/tiny.yaml --tables-dir
+    results/tables --update on a tiny run, docs/claims.md)."""
+    result = subprocess.run([sys.executable, "-m", "rankstudy", "check-expected", "--expected",
+                             str(REPO / "tests" / "config" / "expected" / "tiny.yaml"),
+                             "--tables-dir", str(tiny_study / "results" / "tables")],
+                            capture_output=True, text=True, env=ENV)
+    assert result.returncode == 0, result.stdout[-5000:] + result.stderr[-2000:]
+    assert "within tolerance" in result.stdout
 
 
 @pytest.mark.slow

@@ -138,6 +138,7 @@ def write_scoreboard(table: pd.DataFrame, out_prefix) -> None:
     shown["p"] = [f"{p:.2g}" if pd.notna(p) else "" for p in table["p"]]
     shown["queries"] = [f"{int(n)}" if pd.notna(n) else "" for n in table["queries"]]
     shown["claim"] = [f"{text} ({_test_words(row)})" for text, (_, row) in zip(table["claim"], table.iterrows())]
+    shown = shown.astype(object).where(shown.notna(), None)  # tabulate shows None, not NaN, as missingval
     markdown = shown.to_markdown(index=False, floatfmt=".4f", missingval="")
     with atomic_open(prefix.parent / f"{prefix.name}.md") as out:
         out.write(f"Claims scoreboard: {summary} (config `claims:`, docs/claims.md). A claim that fails is "
