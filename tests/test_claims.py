@@ -51,6 +51,10 @@ def test_not_worse_is_a_one_sided_test_with_the_margin():
     worse = {q: v - 0.05 for q, v in BASE.items()}
     assert evaluate(rule, worse, BASE)["outcome"] == "fails"
     assert evaluate(claim(direction="not_worse", margin=0.0), EVEN, BASE)["outcome"] == "fails"
+    # 19 queries a little better, one lost entirely: Wilcoxon's p is small, the mean is far beyond the margin
+    one_lost = {**{q: v + 0.001 for q, v in BASE.items()}, "20": BASE["20"] - 0.5}
+    lost = evaluate(rule, one_lost, BASE)
+    assert lost["p"] < 0.05 and lost["difference"] < -0.02 and lost["outcome"] == "fails"
 
 
 def test_bounds_needs_a_at_least_b_on_every_query():
