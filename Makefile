@@ -5,7 +5,7 @@ VENV := .venv
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 PYTHON ?= python3.11
 
-.PHONY: env study test clean-study pull push
+.PHONY: env study test check clean-study pull push
 
 env: $(VENV)/.installed
 
@@ -24,6 +24,13 @@ study: env
 
 test: env
 	pytest
+
+# check: the finished study's headline table cells against its expected file (docs/claims.md); a missing
+# file fails here (the workflow's rule check_expected only reports it). EXPECTED=tests/config/expected/tiny.yaml
+# after a tiny run; --update rewrites the file after an intended change.
+EXPECTED ?= config/expected/default.yaml
+check: env
+	python -m rankstudy check-expected --expected $(EXPECTED) --tables-dir results/tables
 
 # DVC (docs/cluster.md): artifacts of the study on the remote in .dvc/config.
 # SNAKEMAKE_ARGS: the arguments of the run the artifacts came from, e.g. --configfile config/x.yaml

@@ -19,6 +19,8 @@ include: "workflow/rules/evaluate.smk"
 include: "workflow/rules/report.smk"
 include: "workflow/rules/longdoc.smk"
 include: "workflow/rules/socialformer.smk"
+include: "workflow/rules/claims.smk"
+include: "workflow/rules/expected.smk"
 
 
 # Seconds-long bookkeeping jobs run where Snakemake runs, not as cluster jobs (each Slurm job
@@ -41,6 +43,8 @@ localrules:
     tkl_fig3,
     socialformer_table,
     socialformer_fig6,
+    claims,
+    check_expected,
 
 
 rule all:
@@ -58,3 +62,5 @@ rule all:
         rules.choppy_fig2.output if truncation_names() and truncation_grid() else [],
         longdoc_outputs(),
         socialformer_outputs(),
+        rules.claims.output if CLAIM_ROWS else [],
+        rules.check_expected.output if config["expected"] else [],

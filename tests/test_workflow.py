@@ -86,7 +86,9 @@ def test_dry_run_lists_the_study_jobs(tmp_path):
         "socialformer_curves": 1,
         # Choppy paper: BM25 and TK-ensemble lists, Table 1, Fig. 1 and Fig. 2's grid
         "truncation": 2, "truncation_grid": 2, "choppy_table1": 1, "choppy_fig1": 1, "choppy_fig2": 1,
-        "all": 1, "total": 489,
+        # the claims scoreboard and the expected-results check (docs/claims.md)
+        "claims": 1, "check_expected": 1,
+        "all": 1, "total": 491,
     }
 
 
@@ -181,6 +183,13 @@ def test_names_that_become_paths_must_match_the_schema_pattern(tmp_path, config)
     assert not (work / "PWNED").exists()
 
 
+def claim_config(**keys):
+    """A config with one claim (config claims:), its keys changed or added by the test."""
+    claim = {"id": "x", "paper": "TKL", "statement": "s", "dataset": "synthetic-doc", "measure": "nDCG@10",
+             "a": "{run: tkl-2k}", "b": "{run: d1}", **keys}
+    return "claims:\n  - {" + ", ".join(f"{key}: {value}" for key, value in claim.items()) + "}\n"
+
+
 @pytest.mark.parametrize("config, message", [
     ("first_stage:\n  systems:\n    bm25: {model: bm25, k1: high}\n", r"'high' is not of type 'number'"),
     ("first_stage:\n  systems:\n    ql: {model: ql, k1: 0.9}\n", r"k1"),
@@ -202,6 +211,14 @@ def test_names_that_become_paths_must_match_the_schema_pattern(tmp_path, config)
     ("truncation:\n  choppy: {epochs: -1}\n", r"-1 is less than the minimum of 1"),
     ("truncation:\n  bicut: {epoch: 3}\n", r"'epoch' was unexpected"),
     ("neural:\n  runs:\n    p1: {seeds: [-1]}\n", r"-1 is less than the minimum of 0"),
+    # claims (docs/claims.md): the schema refuses a malformed claim; the workflow names the claim of a bad name
+    (claim_config(colour="red"), r"'colour' was unexpected"),
+    (claim_config(direction="maybe"), r"'maybe' is not one of \['better', 'not_worse', 'bounds'\]"),
+    (claim_config(b="{run: d1, system: bm25}"), r"is not valid under any of the given schemas"),
+    (claim_config(b="{run: nowhere}"), r"claims: claim 'x': run 'nowhere' is not a key of neural.runs"),
+    (claim_config(b="{system: tk.d1.s99}"), r"claim 'x': system 'tk.d1.s99' is neither a first_stage system"),
+    (claim_config(direction="not_worse"), r"claim 'x': a margin goes with direction not_worse, and only with it"),
+    (claim_config(measure="MAP@7"), r"claim 'x': measure 'MAP@7' is not in evaluation.measures"),
 ])
 def test_a_bad_config_fails_with_a_clear_message(tmp_path, config, message):
     work = workflow_copy(tmp_path)
@@ -251,6 +268,15 @@ def test_the_tiny_study_runs_end_to_end(tiny_study):
     assert "| Socialformer (node) " in (results / "tables" / "socialformer_table1.md").read_text()
     curves = (results / "figures" / "socialformer_curves.csv").read_text()
     assert "BERT[CLS] warm start (passages)," in curves and "Socialformer (node)," in curves
+    # the claims scoreboard: every default claim evaluated or "not run" (the ablations tiny.yaml leaves out)
+    claims = pd.read_csv(results / "claims.csv")
+    assert {"tk-beats-bm25", "tkl-gain-late", "sf-patterns", "choppy-f1-tk", "oracle-dcg-bm25"} <= set(claims["id"])
+    assert set(claims["outcome"]) <= {"holds", "fails", "not run"}
+    assert set(claims[claims["id"] == "sf-patterns"]["outcome"]) == {"not run"}
+    assert set(claims[claims["id"].str.startswith("oracle-")]["outcome"]) == {"holds"}  # true by construction
+    assert (results / "claims.md").read_text().startswith("Claims scoreboard: ")
+    # the test's workflow copy has no tests/config/expected/: reported, not failed (the next test checks it)
+    assert (results / "check_expected.txt").read_text().startswith("no expectations: ")
     for rule in ("index", "first_stage", "evaluate", "report", "train", "rerank"):
         assert any((work / "logs" / rule).rglob("*.log")), rule
     assert list((work / "benchmarks" / "anserini").glob("index.*.json"))
@@ -260,6 +286,20 @@ def test_the_tiny_study_runs_end_to_end(tiny_study):
     report = snakemake(work, "--cores", "1", "--configfile", "tiny.yaml", "--report", "results/report.html")
     assert report.returncode == 0, report.stderr[-3000:]
     assert (work / "results" / "report.html").stat().st_size > 10_000
+    assert "1. Claims" in (work / "results" / "report.html").read_text()
+
+
+@pytest.mark.slow
+def test_the_tiny_study_matches_its_expected_results(tiny_study):
+    """Every headline table cell of the tiny run as pinned (CPU runs are deterministic; after an intended
+    change: python -m rankstudy check-expected --expected tests/config/expected/tiny.yaml --tables-dir
+    results/tables --update on a tiny run, docs/claims.md)."""
+    result = subprocess.run([sys.executable, "-m", "rankstudy", "check-expected", "--expected",
+                             str(REPO / "tests" / "config" / "expected" / "tiny.yaml"),
+                             "--tables-dir", str(tiny_study / "results" / "tables")],
+                            capture_output=True, text=True, env=ENV)
+    assert result.returncode == 0, result.stdout[-5000:] + result.stderr[-2000:]
+    assert "within tolerance" in result.stdout
 
 
 @pytest.mark.slow

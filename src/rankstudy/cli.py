@@ -323,6 +323,39 @@ def _choppy_report(args: argparse.Namespace) -> None:
         choppy.figure2(studies, args.names, Path(args.out_prefix))
 
 
+def _claims(args: argparse.Namespace) -> None:
+    from rankstudy.report.claims import scoreboard, write_scoreboard
+
+    try:
+        claims = json.loads(args.spec)["claims"]
+    except (ValueError, KeyError, TypeError) as error:
+        raise StudyError(f"--spec: expected JSON {{\"claims\": [...]}} ({error})") from None
+    table = scoreboard(claims)
+    write_scoreboard(table, Path(args.out_prefix))
+    log.info("claims: %s", ", ".join(f"{n} {o}" for o, n in table["outcome"].value_counts().items()))
+
+
+def _check_expected(args: argparse.Namespace) -> None:
+    from rankstudy import expected
+
+    tables = args.tables or expected.tables_in(args.tables_dir, args.expected)
+    if args.update:
+        count = expected.update(args.expected, tables)
+        print(f"wrote {count} expected cells of {len(tables)} tables to {args.expected}")
+        return
+    summary, drifts = expected.check(args.expected, tables, missing_ok=args.missing_ok)
+    for line in drifts:
+        print(line)
+    print(summary)
+    if args.out:
+        from rankstudy.atomic import atomic_open
+
+        with atomic_open(args.out) as out:
+            out.write("".join(f"{line}\n" for line in drifts) + f"{summary}\n")
+    if drifts:
+        raise StudyError(f"{summary} (listed above)")
+
+
 def _scoring_arguments(parser: argparse.ArgumentParser, batch_size: int) -> None:
     """What every command that scores with a trained model needs: the model, its inputs, and how to run it."""
     parser.add_argument("--model-dir", required=True)
@@ -582,6 +615,22 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--names", nargs="+", required=True, help="run-type name of each study")
     p.add_argument("--out-prefix", required=True)
     p.set_defaults(handler=_choppy_report)
+
+    p = commands.add_parser("claims", help="the claims scoreboard: each paper's claims tested on per-query values")
+    p.add_argument("--spec", required=True, help='JSON {"claims": [...]}: the claims resolved by the workflow (rule claims)')
+    p.add_argument("--out-prefix", required=True, help="writes PREFIX.csv and PREFIX.md")
+    p.set_defaults(handler=_claims)
+
+    p = commands.add_parser("check-expected", help="compare a finished run's table cells with the expected file")
+    p.add_argument("--expected", required=True, help="the expected file (YAML; docs/claims.md)")
+    given = p.add_mutually_exclusive_group(required=True)
+    given.add_argument("--tables", nargs="+", help="the run's table CSVs (results/tables/NAME.csv)")
+    given.add_argument("--tables-dir", help="the run's table folder: the tables the expected file pins (a new file: "
+                       "every known table there)")
+    p.add_argument("--update", action="store_true", help="rewrite the expected file from these tables")
+    p.add_argument("--missing-ok", action="store_true", help="a missing expected file is reported, not an error")
+    p.add_argument("--out", help="also write the drifted cells and the summary to this file")
+    p.set_defaults(handler=_check_expected)
 
     p = commands.add_parser("summary", help="DVC's metrics.json and test.csv from the metric CSVs")
     p.add_argument("--metrics", default="results/metrics", help="folder of {dataset}/{system}.{split}.csv")

@@ -24,20 +24,21 @@ def paired_values(a: Mapping[str, float], b: Mapping[str, float]) -> tuple[np.nd
     return np.array([a[q] for q in qids], dtype=float), np.array([b[q] for q in qids], dtype=float)
 
 
-def wilcoxon_p(a: Mapping[str, float], b: Mapping[str, float]) -> float:
-    """Two-sided p-value that per-query values ``a`` and ``b`` differ (1.0 if they never do)."""
+def wilcoxon_p(a: Mapping[str, float], b: Mapping[str, float], alternative: str = "two-sided") -> float:
+    """p-value that per-query values ``a`` and ``b`` differ (1.0 if they never do); ``alternative``
+    as scipy's: "greater" tests a > b one-sided (the claims' non-inferiority test)."""
     x, y = paired_values(a, b)
     if not np.any(x != y):
         return 1.0
-    return float(stats.wilcoxon(x, y, zero_method="wilcox", alternative="two-sided").pvalue)
+    return float(stats.wilcoxon(x, y, zero_method="wilcox", alternative=alternative).pvalue)
 
 
-def paired_t_p(a: Mapping[str, float], b: Mapping[str, float]) -> float:
-    """Two-sided paired t-test p-value (1.0 if the values never differ)."""
+def paired_t_p(a: Mapping[str, float], b: Mapping[str, float], alternative: str = "two-sided") -> float:
+    """Paired t-test p-value (1.0 if the values never differ); ``alternative`` as in ``wilcoxon_p``."""
     x, y = paired_values(a, b)
     if not np.any(x != y):
         return 1.0
-    return float(stats.ttest_rel(x, y, alternative="two-sided").pvalue)
+    return float(stats.ttest_rel(x, y, alternative=alternative).pvalue)
 
 
 TESTS = {"wilcoxon": wilcoxon_p, "t": paired_t_p}

@@ -5,7 +5,7 @@ rule tkl_table:
         metrics=lambda wc: longdoc_metrics(row["system"] for row in longdoc_rows(TKL_TABLES[wc.table][0])),
         efficiency="results/efficiency.csv",
     output:
-        report("results/tables/tkl_{table}.csv", caption="../report/tkl_tables.rst", category="TKL"),
+        report("results/tables/tkl_{table}.csv", caption="../report/tkl_tables.rst", category="4. TKL"),
         "results/tables/tkl_{table}.md",
         "results/tables/tkl_{table}.tex",
     log:
@@ -28,7 +28,7 @@ rule tkl_evidence:
         qrels=lambda wc: f"data/{LONGDOC['dataset']}/qrels.test.txt",
         truth=lambda wc: f"data/{LONGDOC['dataset']}/truth.json",
     output:
-        report("results/tables/tkl_evidence.csv", caption="../report/tkl_evidence.rst", category="TKL"),
+        report("results/tables/tkl_evidence.csv", caption="../report/tkl_evidence.rst", category="4. TKL"),
         "results/tables/tkl_evidence.md",
         "results/tables/tkl_evidence.tex",
     log:
@@ -49,7 +49,7 @@ rule tkl_fig1:
         qrels=lambda wc: f"data/{LONGDOC['dataset']}/qrels.test.txt",
         store=lambda wc: longdoc_run_settings(list(LONGDOC["compare"].values())[0])["documents"],
     output:
-        report("results/figures/tkl_fig1.png", caption="../report/tkl_figures.rst", category="TKL"),
+        report("results/figures/tkl_fig1.png", caption="../report/tkl_figures.rst", category="4. TKL"),
         "results/figures/tkl_fig1.pdf",
         "results/figures/tkl_fig1.csv",
     log:
@@ -69,7 +69,7 @@ rule tkl_fig2:
     input:
         metrics=lambda wc: longdoc_metrics([run_system(p["run"]) for p in LONGDOC["lengths"]], ["test"]),
     output:
-        report("results/figures/tkl_fig2.png", caption="../report/tkl_figures.rst", category="TKL"),
+        report("results/figures/tkl_fig2.png", caption="../report/tkl_figures.rst", category="4. TKL"),
         "results/figures/tkl_fig2.pdf",
         "results/figures/tkl_fig2.csv",
     log:
@@ -115,7 +115,7 @@ rule tkl_fig3:
     input:
         "results/tkl/regions.csv",
     output:
-        report("results/figures/tkl_fig3.png", caption="../report/tkl_figures.rst", category="TKL"),
+        report("results/figures/tkl_fig3.png", caption="../report/tkl_figures.rst", category="4. TKL"),
         "results/figures/tkl_fig3.pdf",
         "results/figures/tkl_fig3.csv",
     log:

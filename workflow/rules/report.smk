@@ -5,7 +5,7 @@ rule first_stage_table:
         report(
             "results/tables/first_stage.csv",
             caption="../report/first_stage.rst",
-            category="First stage",
+            category="2. First stage",
         ),
         "results/tables/first_stage.md",
         "results/tables/first_stage.tex",
@@ -31,7 +31,7 @@ rule tk_table2:
         metrics=table2_metrics(),
         efficiency="results/efficiency.csv",
     output:
-        report("results/tables/tk_table2.csv", caption="../report/tk_table2.rst", category="TK"),
+        report("results/tables/tk_table2.csv", caption="../report/tk_table2.rst", category="3. TK"),
         "results/tables/tk_table2.md",
         "results/tables/tk_table2.tex",
     log:
@@ -57,7 +57,7 @@ rule tk_table3_4:
         queries=lambda wc: f"data/{TK_QUERIES['dataset']}/queries.test.tsv",
         qrels=lambda wc: f"data/{TK_QUERIES['dataset']}/qrels.test.txt",
     output:
-        report("results/tables/tk_table3_4.csv", caption="../report/tk_table3_4.rst", category="TK"),
+        report("results/tables/tk_table3_4.csv", caption="../report/tk_table3_4.rst", category="3. TK"),
         "results/tables/tk_table3_4.md",
         "results/tables/tk_table3_4.tex",
     log:
@@ -85,7 +85,7 @@ rule tk_view:
         first_stage=lambda wc: f"runs/{TK_QUERIES['dataset']}/bm25.test.run",
         neural=lambda wc: f"runs/{TK_QUERIES['dataset']}/{TK_QUERIES['system']}.test.run",
     output:
-        report("results/tk_view.html", caption="../report/tk_view.rst", category="TK"),
+        report("results/tk_view.html", caption="../report/tk_view.rst", category="3. TK"),
     log:
         "logs/report/tk_view.log",
     conda:
@@ -106,7 +106,7 @@ rule tk_view:
 
 rule efficiency:
     output:
-        report("results/efficiency.csv", caption="../report/efficiency.rst", category="Efficiency"),
+        report("results/efficiency.csv", caption="../report/efficiency.rst", category="7. Efficiency"),
     log:
         "logs/report/efficiency.log",
     conda:
@@ -185,7 +185,7 @@ rule choppy_table1:
         expand("results/truncation/{name}/{file}", name=truncation_names(),
                file=["results.csv", "per_query.csv", "settings.json"]),
     output:
-        report("results/tables/choppy_table1.csv", caption="../report/choppy.rst", category="Choppy"),
+        report("results/tables/choppy_table1.csv", caption="../report/choppy.rst", category="6. Choppy"),
         "results/tables/choppy_table1.md",
         "results/tables/choppy_table1.tex",
     log:
@@ -209,7 +209,7 @@ rule choppy_fig1:
         expand("results/truncation/{name}/{file}", name=truncation_names(), file=["fig1.json", "per_query.csv"]),
     output:
         report(multiext("results/figures/choppy_fig1", ".png", ".pdf"), caption="../report/choppy.rst",
-               category="Choppy"),
+               category="6. Choppy"),
         "results/figures/choppy_fig1.csv",
     log:
         "logs/report/choppy_fig1.log",
@@ -231,7 +231,7 @@ rule choppy_fig2:
         expand("results/truncation/{name}/grid.csv", name=truncation_names()),
     output:
         report(multiext("results/figures/choppy_fig2", ".png", ".pdf"), caption="../report/choppy.rst",
-               category="Choppy"),
+               category="6. Choppy"),
     log:
         "logs/report/choppy_fig2.log",
     conda:

@@ -5,7 +5,7 @@ rule socialformer_table:
         metrics=lambda wc: socialformer_metrics(wc.table),
     output:
         report("results/tables/socialformer_{table}.csv", caption="../report/socialformer_tables.rst",
-               category="Socialformer"),
+               category="5. Socialformer"),
         "results/tables/socialformer_{table}.md",
         "results/tables/socialformer_{table}.tex",
     log:
@@ -29,7 +29,7 @@ rule socialformer_fig4:
         qrels=lambda wc: f"data/{SOCIAL['dataset']}/qrels.test.txt",
     output:
         report("results/figures/socialformer_fig4.png", caption="../report/socialformer_figures.rst",
-               category="Socialformer"),
+               category="5. Socialformer"),
         "results/figures/socialformer_fig4.pdf",
         "results/figures/socialformer_fig4.csv",
         "results/figures/socialformer_fig4.edges.csv",
@@ -56,7 +56,7 @@ rule socialformer_fig5:
         qrels=lambda wc: f"data/{SOCIAL['dataset']}/qrels.test.txt",
     output:
         report("results/figures/socialformer_fig5.png", caption="../report/socialformer_figures.rst",
-               category="Socialformer"),
+               category="5. Socialformer"),
         "results/figures/socialformer_fig5.pdf",
         "results/figures/socialformer_fig5.csv",
     log:
@@ -82,7 +82,7 @@ rule socialformer_fig6:
         collection=lambda wc: socialformer_stores(list(SOCIAL["fig6"]["runs"].values())[0])["collection"],
     output:
         report("results/figures/socialformer_fig6.png", caption="../report/socialformer_figures.rst",
-               category="Socialformer"),
+               category="5. Socialformer"),
         "results/figures/socialformer_fig6.pdf",
         "results/figures/socialformer_fig6.csv",
     log:
@@ -102,7 +102,7 @@ rule socialformer_curves:
         logs=lambda wc: socialformer_curve_logs(),
     output:
         report("results/figures/socialformer_curves.png", caption="../report/socialformer_figures.rst",
-               category="Socialformer"),
+               category="5. Socialformer"),
         "results/figures/socialformer_curves.pdf",
         "results/figures/socialformer_curves.csv",
     log:

@@ -1,0 +1,158 @@
+"""The claims scoreboard: each paper's headline claims tested on the study's per-query values.
+
+A claim (config ``claims:``, docs/claims.md) compares system A with system B, or with a fixed value,
+on one measure, with a paired test (``rankstudy.significance``) at level alpha:
+
+- ``better``: A's mean is higher and the two-sided paired test has p < alpha (the tables' "sig" rule).
+- ``not_worse``: non-inferiority with a stated margin: the one-sided paired test that
+  A + margin > B has p < alpha, and mean A >= mean B - margin (a margin of 0.01 nDCG@10 says
+  "at most 0.01 worse").
+- ``bounds``: A >= B on every query (an upper bound such as the Oracle's; no test, no p).
+
+The workflow resolves every reference to a file and marks a claim "not run" when this config does
+not produce its systems; this module only reads the per-query values and decides. A claim that fails
+is reported failing.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Mapping
+
+import numpy as np
+import pandas as pd
+
+from rankstudy.atomic import atomic_open
+from rankstudy.errors import StudyError
+from rankstudy.evaluate import read_metrics
+from rankstudy.formats import read_qrels
+from rankstudy.report.tables import metric_rows, per_query_values
+from rankstudy.significance import TESTS
+
+HOLDS, FAILS, NOT_RUN = "holds", "fails", "not run"
+COLUMNS = ["id", "paper", "claim", "measure", "on", "A", "B", "mean A", "mean B", "difference", "test", "p",
+           "alpha", "margin", "queries", "outcome", "note"]
+TOLERANCE = 1e-12  # "bounds": ties within float noise are not violations
+
+
+def reference_values(ref: Mapping[str, Any], measure: str) -> dict[str, float]:
+    """Per-query values of one side of a claim: a metric CSV's system or a truncation method."""
+    if "value" in ref:
+        raise StudyError("a fixed value has no per-query values")
+    path = ref["path"]
+    if "method" in ref:  # results/truncation/{name}/per_query.csv: metric, method, qid, value, cut
+        try:
+            rows = pd.read_csv(path, dtype={"qid": str})
+        except (OSError, ValueError) as error:
+            raise StudyError(f"{path}: cannot read truncation per-query CSV: {error}") from None
+        methods = rows["method"].str.replace(r"^Greedy-k.*", "Greedy-k", regex=True)  # k is in the name
+        chosen = rows[(methods == ref["method"]) & (rows["metric"] == measure)]
+        if chosen.empty:
+            raise StudyError(f"{path}: no {measure} values of method {ref['method']!r} "
+                             f"(methods: {', '.join(sorted(set(methods)))})")
+        return dict(zip(chosen["qid"], chosen["value"].astype(float)))
+    rows = metric_rows(read_metrics([path]), ref["dataset"], ref["system"], ref["split"])
+    values = per_query_values(rows, measure)
+    if not values:
+        raise StudyError(f"{path}: no per-query {measure} values")
+    return values
+
+
+def evidence_queries(qrels_path, truth_path, boundary: int, late: bool, rel_threshold: int = 1) -> set[str]:
+    """Queries whose relevant documents' evidence (synthetic truth.json) all starts at token
+    ``boundary`` or later (``late``), or those with some evidence before it: a model that reads the
+    first ``boundary`` tokens sees no evidence for a late query."""
+    truth = json.loads(Path(truth_path).read_text(encoding="utf-8"))
+    if "relevant" not in truth:
+        raise StudyError(f"{truth_path}: expected a synthetic dataset's truth.json with 'relevant'")
+    chosen = set()
+    for qid, judged in read_qrels(qrels_path).items():
+        starts = [truth["relevant"][qid][docid]["evidence_start"] for docid, grade in judged.items()
+                  if grade >= rel_threshold]
+        if starts and (min(starts) >= boundary) == late:
+            chosen.add(qid)
+    return chosen
+
+
+def evaluate(claim: Mapping[str, Any], a: Mapping[str, float], b: Mapping[str, float] | float) -> dict[str, Any]:
+    """Outcome of one claim on per-query values ``a`` and ``b`` (or a fixed value ``b``)."""
+    if not isinstance(b, Mapping):
+        b = {qid: float(b) for qid in a}
+    result: dict[str, Any] = {"queries": len(a), "mean A": float(np.mean(list(a.values()))) if a else None,
+                              "mean B": float(np.mean(list(b.values()))) if b else None}
+    if not a:
+        return {**result, "outcome": NOT_RUN, "note": "no queries to compare"}
+    result["difference"] = result["mean A"] - result["mean B"]
+    direction, test = claim["direction"], claim.get("test", "wilcoxon")
+    alpha = claim.get("alpha", 0.05)
+    if direction == "bounds":
+        below = sum(a[qid] < b[qid] - TOLERANCE for qid in a)
+        return {**result, "outcome": HOLDS if below == 0 else FAILS,
+                "note": f"{below} of {len(a)} queries below B"}
+    if test not in TESTS:
+        raise StudyError(f"claim {claim['id']}: unknown test {test!r}; expected one of {', '.join(TESTS)}")
+    if direction == "better":
+        p = TESTS[test](a, b)
+        holds = result["difference"] > 0 and p < alpha
+    elif direction == "not_worse":
+        margin = claim["margin"]
+        p = TESTS[test]({qid: value + margin for qid, value in a.items()}, b, alternative="greater")
+        # the mean too: Wilcoxon's ranks let many small wins outvote one query lost entirely
+        holds = p < alpha and result["difference"] >= -margin
+    else:
+        raise StudyError(f"claim {claim['id']}: unknown direction {direction!r}; expected better, not_worse or bounds")
+    return {**result, "p": p, "outcome": HOLDS if holds else FAILS}
+
+
+def claim_row(claim: Mapping[str, Any]) -> dict[str, Any]:
+    """One scoreboard row: the claim's resolved spec (see the rule ``claims``), evaluated."""
+    row = {"id": claim["id"], "paper": claim["paper"], "claim": claim["statement"], "measure": claim["measure"],
+           "on": claim.get("on", ""), "A": claim["a"]["label"], "B": claim["b"]["label"],
+           "test": "" if claim["direction"] == "bounds" else claim.get("test", "wilcoxon"),
+           "alpha": claim.get("alpha", 0.05), "margin": claim.get("margin")}
+    if claim.get("not_run"):
+        return {**row, "outcome": NOT_RUN, "note": claim["not_run"]}
+    a = reference_values(claim["a"], claim["measure"])
+    b = claim["b"]["value"] if "value" in claim["b"] else reference_values(claim["b"], claim["measure"])
+    subset = claim.get("subset")
+    if subset:
+        chosen = evidence_queries(subset["qrels"], subset["truth"], subset["boundary"], subset["evidence"] == "late",
+                                  subset.get("rel_threshold", 1))
+        a = {qid: value for qid, value in a.items() if qid in chosen}
+        if isinstance(b, Mapping):
+            b = {qid: value for qid, value in b.items() if qid in chosen}
+    return {**row, **evaluate(claim, a, b)}
+
+
+def scoreboard(claims: list[Mapping[str, Any]]) -> pd.DataFrame:
+    return pd.DataFrame([claim_row(claim) for claim in claims], columns=COLUMNS)
+
+
+def write_scoreboard(table: pd.DataFrame, out_prefix) -> None:
+    """PREFIX.csv (full precision) and PREFIX.md (a count of outcomes, then the table), atomically."""
+    prefix = Path(out_prefix)
+    with atomic_open(prefix.parent / f"{prefix.name}.csv") as out:
+        table.to_csv(out, index=False)
+    counts = table["outcome"].value_counts()
+    summary = ", ".join(f"{counts.get(o, 0)} {o}" for o in (HOLDS, FAILS, NOT_RUN))
+    shown = table.drop(columns=["test", "alpha", "margin"]).copy()
+    shown["p"] = [f"{p:.2g}" if pd.notna(p) else "" for p in table["p"]]
+    shown["queries"] = [f"{int(n)}" if pd.notna(n) else "" for n in table["queries"]]
+    shown["claim"] = [f"{text} ({_test_words(row)})" for text, (_, row) in zip(table["claim"], table.iterrows())]
+    shown = shown.astype(object).where(shown.notna(), None)  # tabulate shows None, not NaN, as missingval
+    markdown = shown.to_markdown(index=False, floatfmt=".4f", missingval="")
+    with atomic_open(prefix.parent / f"{prefix.name}.md") as out:
+        out.write(f"Claims scoreboard: {summary} (config `claims:`, docs/claims.md). A claim that fails is "
+                  f"reported failing; \"not run\": this config does not produce its systems.\n\n{markdown}\n")
+
+
+def _test_words(row: pd.Series) -> str:
+    """How a claim was tested, in words (the scoreboard's claim column)."""
+    if row["test"] == "":
+        return "A >= B on every query"
+    test = {"wilcoxon": "Wilcoxon", "t": "t-test"}.get(row["test"], row["test"])
+    if pd.notna(row["margin"]):
+        return f"paired {test}, one-sided, margin {row['margin']:g}, alpha {row['alpha']:g}"
+    return f"paired {test}, alpha {row['alpha']:g}"
+

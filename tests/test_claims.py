@@ -1,0 +1,163 @@
+"""The claims scoreboard (rankstudy.report.claims): outcomes on hand-made per-query values."""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+import pytest
+from scipy import stats
+
+from helpers import metric_csv
+from rankstudy.cli import main
+from rankstudy.errors import StudyError
+from rankstudy.report.claims import claim_row, evaluate, evidence_queries, scoreboard, write_scoreboard
+
+QIDS = [str(q) for q in range(1, 21)]
+BASE = {q: 0.2 + 0.01 * i for i, q in enumerate(QIDS)}
+# A beats B on every query by a varying amount; "even" differs from BASE in both directions
+BETTER = {q: v + 0.05 + 0.002 * i for i, (q, v) in enumerate(BASE.items())}
+EVEN = {q: v + (0.01 if i % 2 else -0.01) for i, (q, v) in enumerate(BASE.items())}
+
+
+def claim(**overrides):
+    return {"id": "c", "paper": "P", "statement": "A beats B", "measure": "nDCG@10", "direction": "better",
+            "test": "wilcoxon", "alpha": 0.05, **overrides}
+
+
+@pytest.mark.parametrize("test, scipy_test", [("wilcoxon", stats.wilcoxon), ("t", stats.ttest_rel)])
+def test_a_claim_that_holds_reports_the_tests_p(test, scipy_test):
+    result = evaluate(claim(test=test), BETTER, BASE)
+    expected_p = scipy_test([BETTER[q] for q in QIDS], [BASE[q] for q in QIDS]).pvalue
+    assert result["outcome"] == "holds"
+    assert result["p"] == pytest.approx(expected_p)
+    assert result["difference"] == pytest.approx(result["mean A"] - result["mean B"]) and result["difference"] > 0
+    assert result["queries"] == 20
+
+
+def test_a_claim_fails_when_a_is_worse_or_not_significantly_better():
+    assert evaluate(claim(), BASE, BETTER)["outcome"] == "fails"  # significant, the wrong way
+    even = evaluate(claim(), EVEN, BASE)
+    assert even["outcome"] == "fails" and even["p"] > 0.05
+    assert evaluate(claim(), BASE, BASE)["outcome"] == "fails"  # identical: p = 1
+
+
+def test_not_worse_is_a_one_sided_test_with_the_margin():
+    rule = claim(direction="not_worse", margin=0.02)
+    held = evaluate(rule, EVEN, BASE)  # within 0.01 of B everywhere
+    shifted = [EVEN[q] + 0.02 - BASE[q] for q in QIDS]
+    assert held["outcome"] == "holds"
+    assert held["p"] == pytest.approx(stats.wilcoxon(shifted, alternative="greater").pvalue)
+    worse = {q: v - 0.05 for q, v in BASE.items()}
+    assert evaluate(rule, worse, BASE)["outcome"] == "fails"
+    assert evaluate(claim(direction="not_worse", margin=0.0), EVEN, BASE)["outcome"] == "fails"
+    # 19 queries a little better, one lost entirely: Wilcoxon's p is small, the mean is far beyond the margin
+    one_lost = {**{q: v + 0.001 for q, v in BASE.items()}, "20": BASE["20"] - 0.5}
+    lost = evaluate(rule, one_lost, BASE)
+    assert lost["p"] < 0.05 and lost["difference"] < -0.02 and lost["outcome"] == "fails"
+
+
+def test_bounds_needs_a_at_least_b_on_every_query():
+    assert evaluate(claim(direction="bounds"), BETTER, BASE)["outcome"] == "holds"
+    one_below = {**BETTER, "3": BASE["3"] - 0.1}
+    result = evaluate(claim(direction="bounds"), one_below, BASE)
+    assert result["outcome"] == "fails" and result["note"] == "1 of 20 queries below B"
+    assert "p" not in result
+
+
+def test_against_a_fixed_value_is_a_one_sample_test():
+    result = evaluate(claim(test="t"), BETTER, 0.2)
+    assert result["outcome"] == "holds" and result["mean B"] == pytest.approx(0.2)
+    assert result["p"] == pytest.approx(stats.ttest_1samp([BETTER[q] for q in QIDS], 0.2).pvalue)
+
+
+def test_unknown_test_and_direction_are_errors():
+    with pytest.raises(StudyError, match="unknown test 'z'"):
+        evaluate(claim(test="z"), BETTER, BASE)
+    with pytest.raises(StudyError, match="unknown direction 'up'"):
+        evaluate(claim(direction="up"), BETTER, BASE)
+
+
+@pytest.fixture
+def metrics(tmp_path):
+    return {name: metric_csv(tmp_path / f"{name}.csv", name, "test", values, dataset="doc")
+            for name, values in (("tkl", BETTER), ("tk", BASE), ("even", EVEN))}
+
+
+def ref(metrics, name):
+    return {"label": name, "path": str(metrics[name]), "dataset": "doc", "system": name, "split": "test"}
+
+
+def test_claim_rows_read_metric_csvs_and_report_not_run(metrics):
+    rows = [claim(id="holds", a=ref(metrics, "tkl"), b=ref(metrics, "tk")),
+            claim(id="fails", a=ref(metrics, "even"), b=ref(metrics, "tk")),
+            claim(id="missing", a=ref(metrics, "tkl"), b={"label": "maxp", "path": "nowhere.csv"},
+                  not_run="maxp is not evaluated on doc in this config")]
+    table = scoreboard(rows)
+    assert list(table["outcome"]) == ["holds", "fails", "not run"]
+    assert table.loc[2, "note"] == "maxp is not evaluated on doc in this config" and pd.isna(table.loc[2, "p"])
+    assert table.loc[0, "mean A"] == pytest.approx(sum(BETTER.values()) / 20)
+
+
+def test_a_subset_claim_uses_only_late_evidence_queries(tmp_path, metrics):
+    # queries 1-10 have their only relevant document's evidence at token 300 (late), 11-20 at token 10
+    qrels = tmp_path / "qrels.txt"
+    qrels.write_text("".join(f"{q} 0 d{q} 1\n{q} 0 n{q} 0\n" for q in QIDS))
+    truth = tmp_path / "truth.json"
+    truth.write_text(json.dumps({"relevant": {q: {f"d{q}": {"evidence_start": 300 if int(q) <= 10 else 10}}
+                                              for q in QIDS}}))
+    assert evidence_queries(qrels, truth, 200, late=True) == {str(q) for q in range(1, 11)}
+    assert evidence_queries(qrels, truth, 200, late=False) == {str(q) for q in range(11, 21)}
+    # A wins only on the late queries
+    late_win = {q: BETTER[q] if int(q) <= 10 else BASE[q] for q in QIDS}
+    path = metric_csv(tmp_path / "late.csv", "late", "test", late_win, dataset="doc")
+    a = {"label": "late", "path": str(path), "dataset": "doc", "system": "late", "split": "test"}
+    subset = {"evidence": "late", "boundary": 200, "qrels": str(qrels), "truth": str(truth)}
+    late = claim_row(claim(a=a, b=ref(metrics, "tk"), subset=subset))
+    early = claim_row(claim(a=a, b=ref(metrics, "tk"), subset={**subset, "evidence": "early"}))
+    assert (late["outcome"], late["queries"]) == ("holds", 10)
+    assert (early["outcome"], early["queries"], early["difference"]) == ("fails", 10, 0.0)
+
+
+def test_truncation_methods_come_from_per_query_csv(tmp_path):
+    rows = [{"metric": metric, "method": method, "qid": q, "value": values[q], "cut": 5}
+            for metric in ("f1", "dcg") for method, values in (("Choppy", BETTER), ("Greedy-k (k=7)", BASE))
+            for q in QIDS]
+    path = tmp_path / "per_query.csv"
+    pd.DataFrame(rows).to_csv(path, index=False)
+    side = {"path": str(path), "label": "x"}
+    row = claim_row(claim(measure="dcg", a={**side, "method": "Choppy"}, b={**side, "method": "Greedy-k"}))
+    assert row["outcome"] == "holds"
+    with pytest.raises(StudyError, match=r"no f1 values of method 'BiCut' \(methods: Choppy, Greedy-k\)"):
+        claim_row(claim(measure="f1", a={**side, "method": "BiCut"}, b={**side, "method": "Choppy"}))
+
+
+def test_the_cli_writes_csv_and_markdown(tmp_path, metrics):
+    spec = {"claims": [claim(id="tkl-beats-tk", on="doc test", a=ref(metrics, "tkl"), b=ref(metrics, "tk")),
+                       claim(id="even-not-worse", direction="not_worse", margin=0.02, a=ref(metrics, "even"),
+                             b=ref(metrics, "tk")),
+                       claim(id="gone", a=ref(metrics, "tkl"), b=ref(metrics, "tk"), not_run="not here")]}
+    assert main(["claims", "--spec", json.dumps(spec), "--out-prefix", str(tmp_path / "claims")]) == 0
+    table = pd.read_csv(tmp_path / "claims.csv")
+    assert list(table["outcome"]) == ["holds", "holds", "not run"]
+    markdown = (tmp_path / "claims.md").read_text()
+    assert markdown.startswith("Claims scoreboard: 2 holds, 0 fails, 1 not run")
+    assert "one-sided, margin 0.02" in markdown and "| tkl-beats-tk " in markdown
+    assert not list(tmp_path.glob(".*tmp"))
+
+
+def test_a_bad_spec_or_file_is_a_clear_error(tmp_path, capsys):
+    assert main(["claims", "--spec", "[1]", "--out-prefix", str(tmp_path / "c")]) == 2
+    assert "--spec: expected JSON" in capsys.readouterr().err
+    bad = {"claims": [claim(a={"label": "a", "path": str(tmp_path / "none.csv"), "dataset": "d", "system": "a",
+                               "split": "test"}, b={"label": "b", "value": 0.1})]}
+    assert main(["claims", "--spec", json.dumps(bad), "--out-prefix", str(tmp_path / "c")]) == 2
+    assert "none.csv: cannot read metrics CSV" in capsys.readouterr().err
+    assert not (tmp_path / "c.csv").exists()
+
+
+def test_write_scoreboard_counts_outcomes(tmp_path):
+    table = pd.DataFrame([{"id": "x", "paper": "P", "claim": "c", "outcome": "fails", "test": "t", "alpha": 0.05,
+                           "margin": None, "p": 0.5, "queries": 3}])
+    write_scoreboard(table, tmp_path / "s")
+    assert "0 holds, 1 fails, 0 not run" in (tmp_path / "s.md").read_text()

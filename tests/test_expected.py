@@ -1,0 +1,117 @@
+"""Expected results (rankstudy.expected, python -m rankstudy check-expected)."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+import yaml
+
+from rankstudy.cli import main
+from rankstudy.errors import StudyError
+from rankstudy.expected import check, drifts, read_expected, tolerance_for, update
+
+
+@pytest.fixture
+def tables(tmp_path):
+    """A first-stage table and a Choppy Table 1 as the study writes them (a timing and a p column too)."""
+    first = tmp_path / "first_stage.csv"
+    pd.DataFrame({"dataset": ["d", "d"], "split": ["test", "test"], "system": ["bm25", "ql"],
+                  "nDCG@10": [0.41, 0.39], "AP": [0.3, 0.28]}).to_csv(first, index=False)
+    choppy = tmp_path / "choppy_table1.csv"
+    pd.DataFrame({"run": ["bm25", "bm25"], "method": ["Oracle", "BiCut"], "F1": [0.6, 0.3], "DCG": [2.0, None],
+                  "p vs Greedy-k (F1)": [0.01, 0.2], "docs/ms (CPU)": [1.0, 2.0]}).to_csv(choppy, index=False)
+    return [first, choppy]
+
+
+def rewrite(path, column, row, value):
+    table = pd.read_csv(path)
+    table.loc[row, column] = value
+    table.to_csv(path, index=False)
+
+
+def test_update_then_check_round_trip(tmp_path, tables):
+    expected = tmp_path / "expected.yaml"
+    assert update(expected, tables) == 4 + 4  # 2 rows x 2 measures; F1 and DCG x 2 (p and docs/ms skipped)
+    data = read_expected(expected)
+    assert data["tables"] == {"first_stage": ["dataset", "split", "system"], "choppy_table1": ["run", "method"]}
+    assert data["cells"]["first_stage"]["d | test | bm25"] == {"nDCG@10": 0.41, "AP": 0.3}
+    assert data["cells"]["choppy_table1"]["bm25 | BiCut"] == {"F1": 0.3, "DCG": None}
+    assert check(expected, tables) == ("all 8 expected cells of %s within tolerance" % expected, [])
+
+
+def test_a_drifted_cell_is_listed_with_expected_got_and_tolerance(tmp_path, tables, capsys):
+    expected = tmp_path / "expected.yaml"
+    update(expected, tables)
+    rewrite(tables[0], "nDCG@10", 1, 0.3905)
+    args = ["check-expected", "--expected", str(expected), "--tables", *map(str, tables)]
+    assert main(args) == 2
+    out, err = capsys.readouterr()
+    assert "first_stage | d | test | ql | nDCG@10: expected 0.39, got 0.3905, tolerance 1e-06" in out
+    assert "1 of 8 expected cells" in err
+    # a looser tolerance for the measure passes; other measures keep theirs
+    data = read_expected(expected)
+    data["tolerance"] = {"nDCG@*": 0.001, "*": 1e-6}
+    expected.write_text(yaml.safe_dump(data, sort_keys=False))
+    assert main(args) == 0
+    # --update after an intended change, then the check passes with the default tolerance again
+    assert main(args + ["--update"]) == 0
+    assert read_expected(expected)["cells"]["first_stage"]["d | test | ql"]["nDCG@10"] == 0.3905
+    assert read_expected(expected)["tolerance"] == {"nDCG@*": 0.001, "*": 1e-6}  # kept by --update
+
+
+def test_missing_rows_tables_and_unpinned_cells_drift(tmp_path, tables):
+    expected = tmp_path / "expected.yaml"
+    update(expected, tables)
+    pd.read_csv(tables[0]).iloc[:1].assign(P=0.5).to_csv(tables[0], index=False)
+    data = read_expected(expected)
+    lines = drifts(data, {"first_stage": {"d | test | bm25": {"nDCG@10": 0.41, "AP": 0.3, "P": 0.5}}})
+    assert "choppy_table1: the run has no such table (expected 2 rows)" in lines
+    assert "first_stage | d | test | ql | nDCG@10: missing from the run (expected 0.39)" in lines
+    assert any(line.startswith("first_stage | d | test | bm25 | P: not pinned (got 0.5)") for line in lines)
+    rewrite(tables[1], "DCG", 1, 1.0)  # a pinned empty cell that now has a value
+    assert any("bm25 | BiCut | DCG: expected None, got 1.0" in line for line in check(expected, tables)[1])
+
+
+def test_a_missing_expected_file_says_how_to_create_it(tmp_path, tables, capsys):
+    expected = tmp_path / "none.yaml"
+    with pytest.raises(StudyError, match=r"none.yaml: no expected results for this config; create them .* --update"):
+        check(expected, tables)
+    out = tmp_path / "check.txt"
+    args = ["check-expected", "--expected", str(expected), "--tables", *map(str, tables), "--out", str(out)]
+    assert main(args + ["--missing-ok"]) == 0
+    assert out.read_text().startswith("no expectations: ")
+    assert main(args) == 2 and "--update" in capsys.readouterr().err
+
+
+def test_tolerance_patterns_match_in_file_order():
+    tolerances = {"test nDCG@*": 0.01, "*nDCG*": 0.02, "*": 0.001}
+    assert tolerance_for("test nDCG@10", tolerances) == 0.01
+    assert tolerance_for("dev nDCG@100", tolerances) == 0.02
+    assert tolerance_for("F1", tolerances) == 0.001
+    assert tolerance_for("F1", {}) == 0.0
+
+
+def test_bad_files_are_clear_errors(tmp_path, tables):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("cells: []\n")
+    with pytest.raises(StudyError, match="bad.yaml: cells: expected a mapping"):
+        check(bad, tables)
+    bad.write_text("tolerance: {'*': -1}\n")
+    with pytest.raises(StudyError, match=r"tolerance '\*': expected a number >= 0"):
+        check(bad, tables)
+    odd = tmp_path / "odd_table.csv"
+    pd.DataFrame({"x": [1.0]}).to_csv(odd, index=False)
+    with pytest.raises(StudyError, match="no row key known for table 'odd_table'"):
+        update(tmp_path / "e.yaml", [odd])
+
+
+def test_tables_dir_checks_the_pinned_tables(tmp_path, tables, capsys):
+    pd.DataFrame({"table": ["best"], "qid": ["1"], "AP": [1.0]}).to_csv(tmp_path / "tk_table3_4.csv", index=False)
+    expected = tmp_path / "expected.yaml"
+    args = ["check-expected", "--expected", str(expected), "--tables-dir", str(tmp_path)]
+    assert main(args + ["--update"]) == 0  # every table with a known row key; tk_table3_4 has none
+    assert "wrote 8 expected cells of 2 tables" in capsys.readouterr().out
+    assert main(args) == 0
+    tables[1].unlink()
+    assert main(args) == 2
+    assert "choppy_table1.csv: cannot read table" in capsys.readouterr().err

@@ -1,0 +1,23 @@
+# Expected results (docs/claims.md): the run's headline table cells against the config's `expected`
+# file, at the end of the DAG. A missing file is reported ("no expectations", with the command that
+# creates it) and does not fail the run: a config nobody has pinned yet still finishes; `make check`
+# (no --missing-ok) fails on it instead.
+
+
+rule check_expected:
+    input:
+        headline_tables(),
+    output:
+        "results/check_expected.txt",
+    log:
+        "logs/report/check_expected.log",
+    conda:
+        "../../environment.yml"
+    params:
+        expected=config["expected"],
+    resources:
+        mem_mb=1000,
+        runtime=15,
+    shell:
+        "python -m rankstudy check-expected --expected {params.expected:q} --tables {input:q} --missing-ok"
+        " --out {output} > {log} 2>&1"
