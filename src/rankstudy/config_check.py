@@ -16,16 +16,17 @@ from rankstudy.config import ConfigError, from_dict
 
 def model_problems(models: Mapping[str, Mapping[str, Any]], where: str = "neural.models") -> list[str]:
     """One line per model entry whose settings its class's config dataclass refuses."""
+    from rankstudy.efficiency import SETUP_OVERRIDES
     from rankstudy.models import MODELS
 
+    measured_only = ("model", *SETUP_OVERRIDES) if where.endswith("efficiency.models") else ("model",)
     problems = []
     for name, settings in models.items():
         kind = settings.get("model")
         if kind not in MODELS:
             problems.append(f"{where}.{name}.model: unknown model {kind!r}; expected one of {', '.join(MODELS)}")
             continue
-        fields = {key: value for key, value in settings.items() if key not in ("model", "batch", "doc_length")} \
-            if where.endswith("efficiency.models") else {key: value for key, value in settings.items() if key != "model"}
+        fields = {key: value for key, value in settings.items() if key not in measured_only}
         try:
             from_dict(MODELS[kind][1], fields, f"{where}.{name}")
         except ConfigError as error:
