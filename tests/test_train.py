@@ -214,7 +214,9 @@ def test_train_config_validation():
     for bad, message in [({"loss": "hinge"}, "loss must be"), ({"learning_rates": {"embeddings": 1e-4}}, "'default'"),
                          ({"metric": "NoSuchMeasure@3"}, "unknown measure"), ({"patience": 0}, "patience"),
                          ({"grad_clip": -1.0}, "grad_clip"), ({"device": "tpu"}, "device"),
-                         ({"learning_rates": {"default": "1e-3"}}, "learning_rates.default")]:
+                         ({"learning_rates": {"default": "1e-3"}}, "learning_rates.default"),
+                         ({"micro_batch": 0}, "micro_batch"),
+                         ({"micro_batch": 4, "query_negatives": True}, "micro_batch and query_negatives")]:
         with pytest.raises(ConfigError, match=message):
             from_dict(TrainConfig, {**base, **bad}, "training")
 
@@ -306,6 +308,29 @@ def test_listwise_training_learns_the_toy_problem(toy, tmp_path):
     assert summary["best_metric"] > before + 0.3
     with pytest.raises(StudyError, match="listwise needs groups"):
         fit(toy, cfg, tmp_path / "wrong", examples=triples(toy))
+
+
+@pytest.mark.parametrize("listwise", [False, True])
+def test_micro_batches_take_the_same_steps_as_one_pass(toy, tmp_path, listwise):
+    """Gradient accumulation over micro-batches of 3 (the last one shorter) is the whole batch's step:
+    the same losses and the same trained weights, up to float summation order (without dropout,
+    whose masks are drawn per pass)."""
+    settings = dict(loss="listwise", batch_size=8) if listwise else {}
+    data = groups(toy) if listwise else triples(toy)
+    models = {}
+    for name, micro_batch in (("whole", None), ("micro", 3)):
+        cfg = config(**settings, micro_batch=micro_batch)
+        models[name] = ToyRanker(init_seed=0)
+        models[name].dropout.p = 0.0
+        train(models[name], data, toy["queries"], toy["docs"], validator(toy, cfg), cfg, tmp_path / name, seed=7)
+    whole, micro = models["whole"], models["micro"]
+    losses = [read_log(tmp_path / name / "log.csv")["loss"].to_numpy() for name in ("whole", "micro")]
+    np.testing.assert_allclose(losses[1], losses[0], rtol=1e-5)
+    assert losses[0][-1] < 0.5 * losses[0][0]  # the runs learn: the comparison is not of two idle models
+    for name, value in whole.state_dict().items():
+        if listwise and name == "out.bias":  # softmax is shift-invariant: its gradient is float noise, which Adam scales up
+            continue
+        torch.testing.assert_close(micro.state_dict()[name], value, rtol=1e-4, atol=1e-5)
 
 
 def test_early_stopping_keeps_the_best_model(toy, tmp_path):

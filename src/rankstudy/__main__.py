@@ -1,8 +1,8 @@
 import os
 
 # Idle OpenMP threads sleep at once instead of spinning first (GNU OpenMP's default). On a machine
-# that runs anything else, spinning threads take the CPU the working ones need: TK at 2 threads
-# ran at a third of its idle speed under load, and at full speed with PASSIVE
+# that runs anything else, spinning threads take the CPU the working ones need: under load KNRM at
+# 2 threads ran at 1/50 of its idle speed, with PASSIVE at 1/5, and idle PASSIVE costs nothing
 # (bench/results/busy_speed.md). OpenMP reads this once, when torch loads it, so it is set before
 # any import; a value the user set wins.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")

@@ -70,6 +70,10 @@ class TrainConfig:
     optimizer: str = "adam"  # "adam" (weight_decay as L2 in the gradient) or "adamw" (decoupled weight decay)
     # each positive is also scored with the batch's next query, as one more negative (batch_loss)
     query_negatives: bool = False
+    # examples per forward/backward pass, gradients accumulated over the batch (_backward): the same
+    # step as one pass over the whole batch, with a working set that stays in the CPU's cache
+    # (bench/micro_batch.py); None = one pass
+    micro_batch: int | None = None
 
     def __post_init__(self) -> None:
         if self.optimizer not in OPTIMIZERS:
@@ -96,6 +100,12 @@ class TrainConfig:
                                                     or isinstance(self.validation_queries, bool)
                                                     or self.validation_queries < 1):
             raise ValueError(f"validation_queries must be null or a positive integer, got {self.validation_queries!r}")
+        if self.micro_batch is not None and (not isinstance(self.micro_batch, int) or isinstance(self.micro_batch, bool)
+                                             or self.micro_batch < 1):
+            raise ValueError(f"micro_batch must be null or a positive integer, got {self.micro_batch!r}")
+        if self.micro_batch is not None and self.query_negatives:
+            raise ValueError("micro_batch and query_negatives do not go together: query negatives pair each "
+                             "positive with another example's query of the same pass")
         if self.grad_clip is not None and (not _number(self.grad_clip) or self.grad_clip <= 0):
             raise ValueError(f"grad_clip must be null or a positive number, got {self.grad_clip!r}")
         if self.device != "auto" and self.device.split(":")[0] not in ("cpu", "cuda"):
@@ -357,15 +367,11 @@ def _loop(model, optimizer, examples, listwise, query_store, doc_store, validate
     with tqdm(total=cfg.max_steps, initial=state["step"], desc="train", unit="step", dynamic_ncols=True) as bar:
         for step in range(state["step"] + 1, cfg.max_steps + 1):
             batch = [examples[i] for i in order(step - 1)]
-            loss = batch_loss(model, batch, listwise, query_store, doc_store, cfg, device)
-            if not torch.isfinite(loss):
-                raise StudyError(f"the training loss is {loss.item()} at step {step}")
             optimizer.zero_grad(set_to_none=True)
-            loss.backward()
+            losses.append(_backward(model, batch, listwise, query_store, doc_store, cfg, device, step))
             if cfg.grad_clip is not None:
                 torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip)
             optimizer.step()
-            losses.append(loss.item())
             bar.update(1)
             bar.set_postfix(loss=f"{losses[-1]:.4f}", refresh=False)
             if step % cfg.validate_every == 0 or step == cfg.max_steps:
@@ -375,6 +381,23 @@ def _loop(model, optimizer, examples, listwise, query_store, doc_store, validate
                 raise TrainingInterrupted(f"killed after step {step}")
             if state["done"]:
                 break
+
+
+def _backward(model, batch, listwise, query_store, doc_store, cfg, device, step: int) -> float:
+    """Accumulate the gradient of the batch's mean loss, ``cfg.micro_batch`` examples per pass (each
+    part's mean loss weighted by its share of the batch); returns the batch's loss."""
+    size = cfg.micro_batch or len(batch)
+    total = 0.0
+    for start in range(0, len(batch), size):
+        part = batch[start:start + size]
+        loss = batch_loss(model, part, listwise, query_store, doc_store, cfg, device)
+        if not torch.isfinite(loss):
+            raise StudyError(f"the training loss is {loss.item()} at step {step}")
+        if len(part) < len(batch):
+            loss = loss * (len(part) / len(batch))
+        loss.backward()
+        total += loss.item()
+    return total
 
 
 def _validation(model, optimizer, validate, cfg, out_dir: Path, state: dict, step: int, losses: list[float]) -> None:
