@@ -214,6 +214,41 @@ def test_embedding_saturation_is_about_log_at_initialisation():
     assert bool(((exact - log_x).abs() <= 0.0055 * log_x ** 2 + 1e-3).all())
 
 
+def test_salience_enters_through_a_relu():
+    """Eq. 5 conditions a, b, c on [ReLU(e_i); l_w]: a negative salience saturates as a zero one."""
+    model = tiny().eval()
+    x = torch.rand(1, 1, 3, 5) * 10
+    counts = torch.full((1, 5), 20.0)
+    with torch.no_grad():
+        model.saturation_salience.weight[7] = -3.0
+        negative = model.saturate(x, torch.tensor([[7]]), counts)
+        model.saturation_salience.weight[7] = 0.0
+        assert torch.equal(model.saturate(x, torch.tensor([[7]]), counts), negative)
+        model.saturation_salience.weight[7] = 2.0
+        assert not torch.equal(model.saturate(x, torch.tensor([[7]]), counts), negative)
+
+
+def test_linear_saturation_is_eq5_with_b_one():
+    """The linear ablation: a·x − c with a, c = W·[ReLU(e_i); l_w] + bias, starting at a = 1, c = 0."""
+    model = tiny(saturation="linear").eval()
+    assert not hasattr(model, "saturation_b")
+    assert (model.saturation_a.bias.item(), model.saturation_c.bias.item()) == (1.0, 0.0)
+    x = torch.rand(1, 2, 3, 4) * 10
+    query, counts = torch.tensor([[7, 9]]), torch.tensor([[1.0, 5.0, 12.0, 30.0]])
+    with torch.no_grad():
+        model.saturation_salience.weight[7], model.saturation_salience.weight[9] = 2.0, -1.0
+        features = {"e": torch.tensor([2.0, 0.0]).view(1, 2, 1, 1), "l": counts.view(1, 1, 1, 4)}
+
+        def by_hand(layer):
+            return layer.weight[0, 0] * features["e"] + layer.weight[0, 1] * features["l"] + layer.bias
+
+        expected = by_hand(model.saturation_a) * x - by_hand(model.saturation_c)
+        assert torch.allclose(model.saturate(x, query, counts), expected, atol=1e-6)
+        for layer in (model.saturation_a, model.saturation_c):
+            layer.weight.zero_()
+        assert torch.allclose(model.saturate(x, query, counts), x)  # the weights at 0: sat(x) = x
+
+
 def test_default_saturation_salience_is_one_without_idf():
     model = tiny()
     assert bool((model.saturation_salience.weight == 1).all())
@@ -233,8 +268,9 @@ def test_each_saturation_trains_with_finite_gradients(saturation):
     for name, param in named.items():
         assert param.grad is not None and torch.isfinite(param.grad).all(), name
     for name in ["embedding.weight", "contextualizer.layers.0.linear1.weight", "mixer", "dense.weight",
-                 "region_weights.weight"] + (["saturation_b.weight", "saturation_salience.weight"]
-                                             if saturation == "embedding" else []):
+                 "region_weights.weight"] + {"embedding": ["saturation_b.weight", "saturation_salience.weight"],
+                                             "linear": ["saturation_a.weight", "saturation_salience.weight"],
+                                             "log": []}[saturation]:
         assert named[name].grad.abs().sum() > 0, name
     assert named["region_weights.weight"].shape == (1, 15)
     assert bool((named["region_weights.weight"] == 1).all())

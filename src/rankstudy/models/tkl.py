@@ -18,8 +18,9 @@ Equations (numbered in the order of the paper's model description) and where the
     (4) x_ikw = Σ_{j = w·s}^{w·s + z − 1} K_k(M_ij)      ``window_sums``: soft-TF in saturation
                                                          windows of z = 30 tokens every s = 2 tokens
     (5) sat(x) = a·x^(1/b) − c                           ``saturate`` (``saturation: embedding``);
-        [a, b, c] = W_{a,b,c}·[e_i ; l_w] + bias_{a,b,c}  e_i: learned salience of query term i,
-                                                         l_w: real tokens in window w
+        [a, b, c] = W_{a,b,c}·[ReLU(e_i) ; l_w]          e_i: learned salience of query term i,
+                    + bias_{a,b,c}                       l_w: real tokens in window w; the linear
+                                                         ablation is (5) with b = 1: a·x − c
     (6) r_w = Σ_k v_k Σ_i sat(x_ikw)                     ``window_scores``
     (7) s = Σ_{t=1}^{3} Σ_{o=−2}^{2} u_{t,o}·r_{w_t + o}   ``select_regions``, ``_region_features``,
                                                          ``region_weights``: w_1 … w_3 are the best
@@ -45,8 +46,10 @@ we depart from it:
   features keeps only the sign of e_i − l_w); l_w counts real tokens, OOV included (the original
   counted tokens with a non-zero activation).
 * ``saturation: log`` is ln(max(x, 1e-10)) (the original also multiplied x by a learned
-  per-kernel factor initialised to 1; left out); ``saturation: linear`` is x itself, no
-  saturation (the original's linear variant learned a·x + b from IDF features).
+  per-kernel factor initialised to 1; left out); ``saturation: linear`` is the paper's ablation,
+  (5) with b = 1, a·x − c from the same [ReLU(e_i); l_w] (the original's linear variant learned
+  a·x + b from IDF features); its a and c start at bias 1 and 0, so that it starts as x itself,
+  as the embedding saturation starts as about ln x.
 * Saturation windows start at every s-th position inside the document (w·s < its length) and are
   cut at its end; windows without a real token are left out. The original slid only full windows
   over the batch's padded length, so a document's last windows depended on the other documents of
@@ -133,14 +136,14 @@ class TKL(nn.Module):
 
     def __init__(self, config: TKLConfig, embeddings: np.ndarray, idf: np.ndarray | None = None):
         """``embeddings``: [vocabulary, D] matrix (row 0 padding, row 1 OOV); ``idf``: optional
-        [vocabulary] initial salience e of the embedding saturation (default 1; unused by the
-        log and linear saturations)."""
+        [vocabulary] initial salience e of the embedding and linear saturations (default 1; unused
+        by the log saturation)."""
         super().__init__()
         self.config = config
         build_contextualizer(self, config, embeddings, config.max_length)
         vocabulary = self.embedding.num_embeddings
         n_kernels = self.kernels.count
-        if config.saturation == "embedding":
+        if config.saturation in ("embedding", "linear"):
             salience = torch.ones(vocabulary, 1)
             if idf is not None:
                 idf = torch.as_tensor(np.asarray(idf, dtype=np.float32))
@@ -148,10 +151,13 @@ class TKL(nn.Module):
                     raise ValueError(f"idf has shape {tuple(idf.shape)}, expected ({vocabulary},)")
                 salience = idf.view(-1, 1).clone()
             self.saturation_salience = nn.Embedding.from_pretrained(salience, freeze=False)
-            self.saturation_a, self.saturation_b, self.saturation_c = (nn.Linear(2, 1) for _ in range(3))
-            for linear in (self.saturation_a, self.saturation_b, self.saturation_c):
-                nn.init.constant_(linear.bias, config.saturation_bias_init)
-                nn.init.uniform_(linear.weight, -config.dense_init, config.dense_init)
+            # linear: a·x − c starts as x (biases 1 and 0); embedding: a·x^(1/b) − c as about ln x
+            biases = {"a": 1.0, "c": 0.0} if config.saturation == "linear" else dict.fromkeys("abc", config.saturation_bias_init)
+            layers = {name: nn.Linear(2, 1) for name in biases}
+            for name, layer in layers.items():
+                nn.init.constant_(layer.bias, biases[name])
+                nn.init.uniform_(layer.weight, -config.dense_init, config.dense_init)
+                setattr(self, f"saturation_{name}", layer)
         self.dense = nn.Linear(n_kernels, 1, bias=False)
         nn.init.uniform_(self.dense.weight, -config.dense_init, config.dense_init)
         self.region_weights = nn.Linear(config.top_regions * (2 * config.region_neighbours + 1), 1, bias=False)
@@ -244,20 +250,20 @@ class TKL(nn.Module):
     def saturate(self, soft_tf: torch.Tensor, query: torch.Tensor, window_tokens: torch.Tensor) -> torch.Tensor:
         """sat(x) for x = soft_tf [B, Lq, K, W], query ids [B, Lq], window token counts [B, W]."""
         kind = self.config.saturation
-        if kind == "linear":
-            return soft_tf
-        logs = torch.log(torch.clamp(soft_tf, min=1e-10))
         if kind == "log":
-            return logs
-        salience = self.saturation_salience(query)  # [B, Lq, 1]
+            return torch.log(torch.clamp(soft_tf, min=1e-10))
+        salience = F.relu(self.saturation_salience(query))  # [B, Lq, 1]
         tokens = window_tokens.unsqueeze(1)  # [B, 1, W]
 
-        def linear(layer: nn.Linear) -> torch.Tensor:  # W·[e_i; l_w] + bias -> [B, Lq, 1, W]
+        def linear(layer: nn.Linear) -> torch.Tensor:  # W·[ReLU(e_i); l_w] + bias -> [B, Lq, 1, W]
             weight = layer.weight.view(2)
             return (salience * weight[0] + tokens * weight[1] + layer.bias).unsqueeze(2)
 
-        a, b, c = linear(self.saturation_a), linear(self.saturation_b), linear(self.saturation_c)
-        return a * torch.exp(logs / b) - c
+        a, c = linear(self.saturation_a), linear(self.saturation_c)
+        if kind == "linear":
+            return a * soft_tf - c
+        logs = torch.log(torch.clamp(soft_tf, min=1e-10))
+        return a * torch.exp(logs / linear(self.saturation_b)) - c
 
     # (6) ---------------------------------------------------------------------------------
     def window_scores(self, query_ids: torch.Tensor, query: torch.Tensor, query_match: torch.Tensor,
