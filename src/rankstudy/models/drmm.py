@@ -3,17 +3,17 @@ Matching Model for Ad-hoc Retrieval").
 
 Equations of the paper and where they are implemented:
 
-    z_i^(0) = h(w_i^(q) ⊗ d),  i = 1 … M                 ``histograms``: matching histogram of
-                                                         query term i (section 3.1, "matching
-                                                         histogram mapping")
-    z_i^(l) = tanh(W^(l) z_i^(l−1) + b^(l)),  l = 1 … L   ``matching``: the feed-forward matching
+    (1) z_i^(0) = h(w_i^(q) ⊗ d),  i = 1 … M             ``histograms``: matching histogram of
+                                                         query term i ("matching histogram
+                                                         mapping")
+        z_i^(l) = tanh(W^(l) z_i^(l−1) + b^(l)), l = 1 … L ``matching``: the feed-forward matching
                                                          network, the same for every query term
-    s = Σ_{i=1}^{M} g_i z_i^(L)                          ``forward``
-    g_i = exp(w_g x_i^(q)) / Σ_j exp(w_g x_j^(q))         ``gates``: term gating (eq. 2), x_i the
-                                                         term's IDF (``gating: idf``, the paper's
-                                                         best variant) or its embedding (``tv``)
-    L = max(0, 1 − s(q, d⁺) + s(q, d⁻))                  the project's ``pairwise_margin_loss``
-                                                         (eq. 3; margin 1); the optimiser is the
+        s = Σ_{i=1}^{M} g_i z_i^(L)                      ``forward``
+    (2) g_i = exp(w_g x_i^(q)) / Σ_j exp(w_g x_j^(q))     ``gates``: term gating, x_i the term's
+                                                         IDF (``gating: idf``, the paper's best
+                                                         variant) or its embedding (``tv``)
+    (3) L = max(0, 1 − s(q, d⁺) + s(q, d⁻))              the project's ``pairwise_margin_loss``
+                                                         (margin 1); the optimiser is the
                                                          project's (the paper used Adagrad)
 
 The paper's setting is the default: ``bins`` = 30, LogCount histograms (``histogram: lch``;
