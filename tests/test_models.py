@@ -103,6 +103,7 @@ MODEL_SETTINGS = [
     ("tk", {"heads": 2, "layers": 1, "ff_dim": 32, "branches": "log"}),
     ("knrm", {}),
     ("conv_knrm", {"filters": 8}),
+    ("drmm", {}),
 ]
 
 
@@ -128,7 +129,7 @@ def test_oov_matches_nothing(name, settings):
     if name == "tk":  # the OOV token still passes through the transformer (it is a real position)
         assert torch.isfinite(with_oov).all()
         assert abs(with_oov.item() - without.item()) < 0.05 * (abs(without.item()) + 1e-3) + 1e-3
-    elif name == "knrm":
+    elif name in ("knrm", "drmm"):
         assert torch.allclose(with_oov, without, atol=1e-6)
 
 

@@ -10,6 +10,7 @@ from torch import nn
 from rankstudy.config import from_dict
 from rankstudy.models.bert_cat import BertCat, BertCatConfig
 from rankstudy.models.conv_knrm import ConvKNRM, ConvKNRMConfig
+from rankstudy.models.drmm import DRMM, DRMMConfig
 from rankstudy.models.idcm import IDCM, IDCMConfig
 from rankstudy.models.knrm import KNRM, KNRMConfig
 from rankstudy.models.matchpyramid import MatchPyramid, MatchPyramidConfig
@@ -26,6 +27,7 @@ MODELS: dict[str, tuple[type[nn.Module], type]] = {
     "knrm": (KNRM, KNRMConfig),
     "conv_knrm": (ConvKNRM, ConvKNRMConfig),
     "matchpyramid": (MatchPyramid, MatchPyramidConfig),
+    "drmm": (DRMM, DRMMConfig),
     "pacrr": (PACRR, PACRRConfig),
     "co_pacrr": (CoPACRR, CoPACRRConfig),
     "bert_cat": (BertCat, BertCatConfig),
