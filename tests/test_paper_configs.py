@@ -233,7 +233,7 @@ def test_choppy_lists_the_robust04_truncation_job(dry_runs):
     counts = job_counts(plan.output)
     assert counts == {"dataset_robust04": 1, "index": 1, "first_stage": 1, "evaluate": 1, "first_stage_table": 1,
                       "truncation": 1, "truncation_grid": 1, "choppy_table1": 1, "choppy_fig1": 1, "choppy_fig2": 1,
-                      "all": 1, "total": 11}
+                      "claims": 1, "all": 1, "total": 12}  # claims: the Choppy paper's, on the Robust04 lists
     assert "--hits 300" in plan.of("first_stage")[0].shell
     job = plan.of("truncation")[0]
     assert job.fields["input"] == "runs/robust04/bm25.test.run, data/robust04/qrels.test.txt"

@@ -11,7 +11,7 @@ imported (model, embeddings and activations; inference only, measured before tra
 pairwise margin loss, backward, Adam), after a warm-up step. A model entry may override
 ``batch``, ``doc_length`` and ``train_batch`` (long-document models are measured at their own
 lengths). Each row records the thread settings it ran with: torch threads and the OpenMP wait
-policy (the CLI sets ``PASSIVE``; see docs/resources.md).
+policy (the CLI sets ``PASSIVE``: docs/neural.md, "Threads on a shared machine").
 """
 
 from __future__ import annotations
