@@ -21,7 +21,7 @@ from rankstudy.models.socialformer.model import (
     dynamic_centrality_batch,
     pair_seed,
 )
-from rankstudy.nn.pretrained import pair_inputs
+from rankstudy.nn.pretrained import load_encoder, pair_inputs, save_encoder
 from rankstudy.store import TokenStore, build_store_with, collection_idf
 from rankstudy.train.losses import listwise_softmax_ce
 
@@ -226,6 +226,26 @@ def test_untrained_model_is_the_encoder_on_each_block(model):
         for row in range(2):
             vector = pooled[owner == row].amax(0)
             assert torch.allclose(scores[row], model.score(vector)[0], atol=1e-6)  # max pooling, then score
+
+
+def test_a_warm_started_encoder_brings_its_scoring_head(tmp_path):
+    """On a cross-encoder's export (an encoder directory with score_head.pt) the model starts from
+    that head, without the never-trained pooler: untrained, it is PARADE-Max over its blocks with
+    the warm start's scorer. ``warm_head: false`` keeps the released pooler + Xavier head."""
+    head = torch.nn.Linear(384, 1)
+    torch.nn.init.normal_(head.weight)
+    save_encoder(load_encoder("minilm"), "minilm", tmp_path / "encoder", head=head)
+    warm = build(encoder=str(tmp_path / "encoder"), graph=LIGHT)
+    assert warm.encoder.pooler is None
+    assert torch.equal(warm.score.weight, head.weight) and torch.equal(warm.score.bias, head.bias)
+    query, document = batch(2)
+    with torch.no_grad():
+        cls, owner, _ = warm.block_states(query, document)
+        scores = warm(query, document)
+        for row in range(2):
+            assert torch.allclose(scores[row], head(cls[owner == row].amax(0))[0], atol=1e-5)
+    released = build(encoder=str(tmp_path / "encoder"), graph=LIGHT, warm_head=False)
+    assert released.encoder.pooler is not None and not torch.equal(released.score.weight, head.weight)
 
 
 def test_inter_circle_layer_mixes_blocks_of_one_document_only():

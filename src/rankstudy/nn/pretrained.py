@@ -125,13 +125,18 @@ def uses_token_types(encoder) -> bool:
     return getattr(encoder.config, "type_vocab_size", 0) >= 2
 
 
+def has_score_head(name: str | os.PathLike) -> bool:
+    """Whether encoder ``name`` is a fine-tuned cross-encoder's export with its scoring head."""
+    return str(name) != MINILM and (encoder_path(name) / HEAD_FILE).is_file()
+
+
 def score_head(encoder, name: str | os.PathLike | None = None) -> nn.Linear:
     """Linear(hidden → 1) on h_[CLS]: the fine-tuned head exported with encoder ``name`` when its
     directory has one (``HEAD_FILE``), so a warm-started model scores as the model it came from;
     otherwise initialised as BERT's classification heads, N(0, initializer_range) with bias 0."""
     head = nn.Linear(encoder.config.hidden_size, 1)
-    saved = None if name is None or str(name) == MINILM else encoder_path(name) / HEAD_FILE
-    if saved is not None and saved.is_file():
+    if name is not None and has_score_head(name):
+        saved = encoder_path(name) / HEAD_FILE
         state = load_tensors(saved)
         try:
             head.load_state_dict(state)
