@@ -153,6 +153,8 @@ class SocialformerConfig:
                 raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
         if self.aggregation not in AGGREGATIONS:
             raise ValueError(f"aggregation must be one of {', '.join(AGGREGATIONS)}, got {self.aggregation!r}")
+        if not isinstance(self.warm_head, bool):
+            raise ValueError(f"warm_head must be true or false, got {self.warm_head!r}")
         if self.merge_init not in MERGE_INITS:
             raise ValueError(f"merge_init must be one of {', '.join(MERGE_INITS)}, got {self.merge_init!r}")
         if not isinstance(self.dropout, (int, float)) or not 0.0 <= self.dropout < 1.0:
