@@ -68,8 +68,8 @@ Deliberate choices and departures (the released code, github.com/smallporridge/S
   layer starts as that head, as FirstP, MaxP and PARADE start. The exported pooler was never
   trained (BERT[CLS] scores h_[CLS] itself), so the released initialisation would put a random
   dense + tanh and a random head on top of the warm start (measured on the default study: best
-  validation RR@10 0.181 with them, 0.203 with the head; docs/socialformer.md). With the head, the untrained
-  model is PARADE-Max over its blocks with the warm start's scorer. An encoder without a head
+  validation RR@10 0.181 with them, 0.203 with the head; docs/socialformer.md). With the head, the
+  untrained model is PARADE-Max over its blocks with the warm start's scorer. An encoder without a head
   (bert-base-uncased, the paper config) keeps the released pooler and Xavier head.
 * IDF of static centrality (2): ``store.collection_idf`` computes ln(N / df) over the training
   documents' token store; ``experiment.train_model`` passes it (``NEEDS_IDF``) and it is kept in
