@@ -18,7 +18,7 @@ from rankstudy.errors import StudyError
 from rankstudy.formats import FormatError, iter_collection, read_queries
 from rankstudy.store import TokenStore, build_store
 from rankstudy.text import tokenize
-from rankstudy.text.embeddings import (EmbeddingConfig, load_embeddings, load_glove, save_embeddings,
+from rankstudy.text.embeddings import (EmbeddingConfig, build_embeddings, load_embeddings, load_glove, save_embeddings,
                                        train_embeddings)
 from rankstudy.text.vocab import Vocabulary, build_vocabulary
 
@@ -199,6 +199,25 @@ def test_embeddings_deterministic_across_processes(tmp_path, small, method):
     else:  # FastText builds them from character n-grams
         assert np.abs(array[rare]).sum(axis=1).min() > 0
     assert np.abs(array[vocab.counts >= 2]).sum(axis=1).min() > 0
+
+
+def test_embeddings_read_several_stores_as_one_corpus(tmp_path, small):
+    """Two stores train exactly what one store of their texts in the same order trains."""
+    lines = (small / "data" / "collection.tsv").read_text(encoding="utf-8").splitlines(keepends=True)
+    half = len(lines) // 2
+    vocab = Vocabulary.load(small / "vocab")
+    for name, part in (("first", lines[:half]), ("second", lines[half:]), ("both", lines)):
+        (tmp_path / f"{name}.tsv").write_text("".join(part), encoding="utf-8")
+        build_store(tmp_path / f"{name}.tsv", vocab, tmp_path / name)
+    settings = dict(method="word2vec", dim=8, epochs=2, window=3, seed=7)
+    together = train_embeddings(TokenStore(tmp_path / "both"), vocab, **settings)
+    chained = build_embeddings(EmbeddingConfig(dim=8, epochs=2, window=3), vocab, 7,
+                               store=[TokenStore(tmp_path / "first"), TokenStore(tmp_path / "second")])
+    first_only = train_embeddings(TokenStore(tmp_path / "first"), vocab, **settings)
+    assert np.array_equal(chained, together)
+    assert not np.array_equal(first_only, together)
+    with pytest.raises(StudyError, match="needs a token store"):
+        build_embeddings(EmbeddingConfig(), vocab, 7, store=[])
 
 
 def test_word2vec_learns_synonyms(tmp_path):

@@ -111,7 +111,7 @@ def _embeddings(args: argparse.Namespace) -> None:
     config = from_json(EmbeddingConfig, args.config, "embeddings")
     if not args.vocab:
         raise StudyError(f"embeddings: method {config.method!r} needs --vocab")
-    store = TokenStore(args.store) if args.store else None
+    store = [TokenStore(path) for path in args.store or []]
     array = build_embeddings(config, Vocabulary.load(args.vocab), args.seed, store=store)
     save_embeddings(Path(args.out), array)
     log.info("wrote %s: %s embeddings %s", args.out, config.method, array.shape)
@@ -436,7 +436,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(handler=_store)
 
     p = commands.add_parser("embeddings", help="train (word2vec, fasttext) or load (glove) embeddings")
-    p.add_argument("--store", help="collection token store (word2vec, fasttext)")
+    p.add_argument("--store", nargs="+", help="collection token stores, read as one corpus (word2vec, fasttext)")
     p.add_argument("--vocab", help="vocabulary directory (all methods but wordpiece)")
     p.add_argument("--config", required=True, help="the embeddings config section as JSON")
     p.add_argument("--seed", type=int, required=True)

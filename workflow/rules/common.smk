@@ -61,6 +61,10 @@ def gpus(device):
 # ---- neural runs -------------------------------------------------------------------------
 NEURAL = config["neural"]
 EMBEDDINGS = NEURAL["embeddings"]
+for _emb, _spec in EMBEDDINGS.items():
+    for _name in [_spec.get("dataset")] * ("dataset" in _spec) + _spec.get("corpus", []):
+        if _name not in DATASETS:
+            raise ValueError(f"config: neural.embeddings.{_emb} names dataset {_name!r}, which is not a key of datasets")
 ENCODERS = NEURAL["encoders"]
 RUNS = NEURAL["runs"]
 
@@ -79,6 +83,11 @@ def encoder_build(name):
 def is_wordpiece(emb):
     """Text of this entry is a pre-trained encoder's WordPiece ids (no vocabulary, no word vectors)."""
     return EMBEDDINGS[emb].get("method") == "wordpiece"
+
+
+def embeddings_corpus(emb):
+    """The datasets whose collections train a word-vector set (default: its vocabulary's dataset)."""
+    return EMBEDDINGS[emb].get("corpus") or [EMBEDDINGS[emb]["dataset"]]
 
 
 def vocab_input(wildcards):

@@ -72,7 +72,8 @@ rule store_queries:
 rule embeddings:
     input:
         vocab=vocab_input,
-        store=lambda wc: [] if is_wordpiece(wc.emb) else f"text/{wc.emb}/{EMBEDDINGS[wc.emb]['dataset']}/collection",
+        store=lambda wc: [] if is_wordpiece(wc.emb) else [f"text/{wc.emb}/{dataset}/collection"
+                                                          for dataset in embeddings_corpus(wc.emb)],
     output:
         "text/{emb}/embeddings.npy",
     log:
@@ -83,7 +84,7 @@ rule embeddings:
         "benchmarks/text/{emb}/embeddings.tsv"
     params:
         settings=lambda wc: as_json({k: v for k, v in EMBEDDINGS[wc.emb].items()
-                                     if k not in ("dataset", "vocab_min_count", "include_queries")}),
+                                     if k not in ("dataset", "corpus", "vocab_min_count", "include_queries")}),
         inputs=lambda wc, input: f"--store {input.store} --vocab {input.vocab}" if input.vocab else "",
         seed=config["seed"],
     resources:

@@ -3,8 +3,9 @@
 Row ``i`` is the vector of vocabulary id ``i``; rows 0 (``<pad>``) and 1 (``<oov>``) are zeros.
 Three sources:
 
-- ``word2vec`` / ``fasttext``: trained with gensim on a token store (skip-gram by default).
-  Sentences are streamed from the memory-mapped store (pad/OOV ids dropped, texts longer than
+- ``word2vec`` / ``fasttext``: trained with gensim on one or more token stores (skip-gram by
+  default; several stores = one corpus, e.g. passages and documents of one language). Sentences
+  are streamed from the memory-mapped stores (pad/OOV ids dropped, texts longer than
   gensim's 10,000-word limit cut into pieces). Training is deterministic for a given seed:
   one worker thread, gensim's seeded generators, and a process-independent ``hashfxn``
   (CRC-32; gensim 4.4 only keeps it on the model, but Python's own ``hash`` of strings differs
@@ -22,7 +23,7 @@ import os
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
+from typing import Iterator, Sequence
 
 import numpy as np
 
@@ -70,26 +71,29 @@ def stable_hash(text: str) -> int:
 
 
 class StoreSentences:
-    """Re-iterable corpus over a token store: one list of term strings per text (streamed)."""
+    """Re-iterable corpus over token stores, one after another: one list of term strings per text."""
 
-    def __init__(self, store: TokenStore, vocab: Vocabulary):
-        self.store, self.terms = store, np.asarray(vocab.terms, dtype=object)
-        if len(store.token_array) and int(store.token_array.max()) >= len(vocab):
-            raise StudyError(f"{store.path}: token ids exceed the vocabulary ({len(vocab)} terms); "
-                             "was the store built with another vocabulary?")
+    def __init__(self, stores: TokenStore | Sequence[TokenStore], vocab: Vocabulary):
+        self.stores = [stores] if isinstance(stores, TokenStore) else list(stores)
+        self.terms = np.asarray(vocab.terms, dtype=object)
+        for store in self.stores:
+            if len(store.token_array) and int(store.token_array.max()) >= len(vocab):
+                raise StudyError(f"{store.path}: token ids exceed the vocabulary ({len(vocab)} terms); "
+                                 "was the store built with another vocabulary?")
 
     def __iter__(self) -> Iterator[list[str]]:
-        for index in range(len(self.store)):
-            ids = np.asarray(self.store.tokens_at(index))
-            ids = ids[ids > 1]
-            for start in range(0, len(ids), GENSIM_MAX_WORDS):
-                yield self.terms[ids[start:start + GENSIM_MAX_WORDS]].tolist()
+        for store in self.stores:
+            for index in range(len(store)):
+                ids = np.asarray(store.tokens_at(index))
+                ids = ids[ids > 1]
+                for start in range(0, len(ids), GENSIM_MAX_WORDS):
+                    yield self.terms[ids[start:start + GENSIM_MAX_WORDS]].tolist()
 
 
-def train_embeddings(store: TokenStore, vocab: Vocabulary, method: str, dim: int, epochs: int,
+def train_embeddings(store: TokenStore | Sequence[TokenStore], vocab: Vocabulary, method: str, dim: int, epochs: int,
                      window: int, seed: int, min_count: int = 1, sg: int = 1,
                      bucket: int = 2_000_000) -> np.ndarray:
-    """Train word2vec or FastText on ``store`` and return float32 [V, dim] aligned with ``vocab``."""
+    """Train word2vec or FastText on ``store`` (or several, one corpus) and return float32 [V, dim] aligned with ``vocab``."""
     from gensim.models import FastText, Word2Vec
 
     common = dict(sentences=StoreSentences(store, vocab), vector_size=dim, window=window, min_count=min_count,
@@ -158,11 +162,11 @@ def _is_number(text: str) -> bool:
 
 
 def build_embeddings(config: EmbeddingConfig, vocab: Vocabulary, seed: int,
-                     store: TokenStore | None = None) -> np.ndarray:
-    """The embeddings ``config`` asks for (``store`` is needed by word2vec and fasttext)."""
+                     store: TokenStore | Sequence[TokenStore] | None = None) -> np.ndarray:
+    """The embeddings ``config`` asks for (``store``, one or several, is needed by word2vec and fasttext)."""
     if config.method == "glove":
         return load_glove(config.path, vocab, config.dim, seed)
-    if store is None:
+    if store is None or (not isinstance(store, TokenStore) and not store):
         raise StudyError(f"embeddings: method {config.method!r} needs a token store to train on")
     return train_embeddings(store, vocab, config.method, config.dim, config.epochs, config.window, seed,
                             min_count=config.min_count, sg=config.sg, bucket=config.bucket)
