@@ -173,6 +173,13 @@ def test_tk_lists_the_table2_runs_with_the_paper_settings(dry_runs):
     for rule in ("train", "rerank", "efficiency"):
         assert {job.resources.get("gpu") for job in plan.of(rule)} == {"1"}, rule
     assert "--hits 100" in plan.of("first_stage")[0].shell
+    # TREC DL's passage convention: binary measures count grade >= 2 on the graded test queries only
+    thresholds = {(dataset, split): {re.search(r"--rel-threshold (\d+)", job.shell).group(1)
+                                     for job in plan.of("evaluate") if f"--dataset {dataset} " in job.shell
+                                     and f"--split {split} " in job.shell}
+                  for dataset in ("msmarco-passage", "msmarco-document") for split in ("dev", "test")}
+    assert thresholds == {("msmarco-passage", "dev"): {"1"}, ("msmarco-passage", "test"): {"2"},
+                          ("msmarco-document", "dev"): {"1"}, ("msmarco-document", "test"): {"1"}}
 
 
 def test_tkl_lists_table1_at_2000_and_4000_tokens_and_the_ablations(dry_runs):

@@ -213,6 +213,10 @@ def claim_config(**keys):
     ("truncation:\n  choppy: {epochs: -1}\n", r"-1 is less than the minimum of 1"),
     ("truncation:\n  bicut: {epoch: 3}\n", r"'epoch' was unexpected"),
     ("neural:\n  runs:\n    p1: {seeds: [-1]}\n", r"-1 is less than the minimum of 0"),
+    ("datasets:\n  synthetic-passage:\n    rel_threshold: {test: 0}\n",
+     r"On instance\['datasets'\]\['synthetic-passage'\]\['rel_threshold'\]"),
+    ("neural:\n  embeddings:\n    w2v: {corpus: [synthetic-passage, nowhere]}\n",
+     r"neural.embeddings.w2v names dataset 'nowhere', which is not a key of datasets"),
     # claims (docs/claims.md): the schema refuses a malformed claim; the workflow names the claim of a bad name
     (claim_config(colour="red"), r"'colour' was unexpected"),
     (claim_config(direction="maybe"), r"'maybe' is not one of \['better', 'not_worse', 'bounds'\]"),

@@ -35,8 +35,10 @@ def dataset_splits(name):
     return list(dataset[dataset["source"]]["splits"])
 
 
-def rel_threshold(name):
-    return DATASETS[name].get("rel_threshold", config["evaluation"]["rel_threshold"])
+def rel_threshold(name, split):
+    """Lowest relevant grade on a dataset's split: the dataset's (per split or for all), else evaluation's."""
+    threshold = DATASETS[name].get("rel_threshold", config["evaluation"]["rel_threshold"])
+    return threshold.get(split, config["evaluation"]["rel_threshold"]) if isinstance(threshold, dict) else threshold
 
 
 def first_stage_metrics():
@@ -436,7 +438,7 @@ def tkl_evidence_spec():
     caption = f"Relevant test documents ranked in the top 10 by each system, by where their evidence starts " \
               f"(synthetic truth). {LONGDOC['caption_note']}"
     return as_json({"runs": longdoc_test_runs(), "boundary": LONGDOC["evidence_boundary"], "top": 10,
-                    "rel_threshold": rel_threshold(LONGDOC["dataset"]), "caption": caption})
+                    "rel_threshold": rel_threshold(LONGDOC["dataset"], "test"), "caption": caption})
 
 
 # ---- Socialformer paper -----------------------------------------------------------------------
@@ -514,7 +516,7 @@ def socialformer_stores(variant, split="test"):
 def socialformer_graph_spec(figure):
     """Fig. 4 / Fig. 5 settings plus the graph_run's model settings (its graph, encoder)."""
     model = model_encoder(run_model(SOCIAL["graph_run"]))
-    return as_json({**SOCIAL[figure], "model": model, "rel_threshold": rel_threshold(SOCIAL["dataset"])})
+    return as_json({**SOCIAL[figure], "model": model, "rel_threshold": rel_threshold(SOCIAL["dataset"], "test")})
 
 
 def socialformer_fig6_metrics():
@@ -528,7 +530,7 @@ def socialformer_fig6_spec():
     fig6, dataset = SOCIAL["fig6"], SOCIAL["dataset"]
     runs = [{"label": label, "dataset": dataset, "system": run_system(run)} for label, run in fig6["runs"].items()]
     return as_json({"runs": runs, "measure": fig6["measure"], "split": fig6["split"], "edges": fig6["edges"],
-                    "rel_threshold": rel_threshold(dataset)})
+                    "rel_threshold": rel_threshold(dataset, fig6["split"])})
 
 
 def socialformer_outputs():
@@ -672,7 +674,7 @@ def resolved_claims():
             if "subset" in claim:
                 dataset, split = claim["dataset"], claim["split"]
                 row["subset"] = {**claim["subset"], "qrels": f"data/{dataset}/qrels.{split}.txt",
-                                 "truth": f"data/{dataset}/truth.json", "rel_threshold": rel_threshold(dataset)}
+                                 "truth": f"data/{dataset}/truth.json", "rel_threshold": rel_threshold(dataset, split)}
             rows.append(row)
     return rows
 

@@ -14,7 +14,7 @@ rule evaluate:
         system=r"[A-Za-z0-9_.-]+",
     params:
         measures=config["evaluation"]["measures"],
-        threshold=lambda wc: rel_threshold(wc.dataset),
+        threshold=lambda wc: rel_threshold(wc.dataset, wc.split),
     resources:
         mem_mb=2000,
         runtime=30,

@@ -58,7 +58,7 @@ rule tkl_fig1:
         "../../environment.yml"
     params:
         spec=lambda wc: as_json({"runs": longdoc_test_runs(), "top": LONGDOC["top"],
-                                 "rel_threshold": rel_threshold(LONGDOC["dataset"])}),
+                                 "rel_threshold": rel_threshold(LONGDOC["dataset"], "test")}),
         prefix=lambda wildcards, output: output[0].removesuffix(".png"),
     shell:
         "python -m rankstudy longdoc-report fig1 --qrels {input.qrels} --store {input.store}"

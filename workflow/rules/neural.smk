@@ -134,7 +134,7 @@ rule examples:
     params:
         per_query=NEURAL["examples"]["per_query"],
         depth=NEURAL["examples"]["negatives_depth"],
-        threshold=lambda wc: DATASETS[wc.dataset].get("train_min_grade", rel_threshold(wc.dataset)),
+        threshold=lambda wc: DATASETS[wc.dataset].get("train_min_grade", rel_threshold(wc.dataset, "train")),
         negatives=NEURAL["examples"]["group_negatives"],
         seed=config["seed"],
     wildcard_constraints:
@@ -257,7 +257,7 @@ rule tune_depth:
         system=r"[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.s\d+",
     params:
         measure=lambda wc: training_settings(wc.system.split(".")[1])["metric"],
-        threshold=lambda wc: rel_threshold(wc.dataset),
+        threshold=lambda wc: rel_threshold(wc.dataset, "dev"),
         depths=lambda wc: tuning_depths(wc.system.split(".")[1]),
     resources:
         mem_mb=1000,
