@@ -169,6 +169,9 @@ def test_tk_lists_the_table2_runs_with_the_paper_settings(dry_runs):
     d3 = plan.one("train", "/d3/").json_arg("--train-config")
     assert (d3["max_doc_length"], d3["batch_size"], d3["max_steps"]) == (800, 32, 200_000)
     assert "--embeddings text/fasttext-doc/embeddings.npy" in plan.one("train", "/d3/").shell  # the notebook's fastText
+    # the documents' vocabulary, trained on the passages (the `corpus` key)
+    fasttext_doc = plan.one("embeddings", "text/fasttext-doc/").shell
+    assert "--store text/fasttext-doc/msmarco-passage/collection --vocab text/fasttext-doc/vocab" in fasttext_doc
     glove = plan.one("embeddings", "text/glove/").json_arg("--config")
     assert glove == {"method": "glove", "dim": 300, "path": "data/glove/glove.42B.300d.txt"}
     for rule in ("train", "rerank", "efficiency"):
