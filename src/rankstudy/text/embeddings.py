@@ -93,7 +93,7 @@ class StoreSentences:
 def train_embeddings(store: TokenStore | Sequence[TokenStore], vocab: Vocabulary, method: str, dim: int, epochs: int,
                      window: int, seed: int, min_count: int = 1, sg: int = 1,
                      bucket: int = 2_000_000) -> np.ndarray:
-    """Train word2vec or FastText on ``store`` (or several, one corpus) and return float32 [V, dim] aligned with ``vocab``."""
+    """Train word2vec or FastText on ``store`` (several: one corpus); float32 [V, dim] aligned with ``vocab``."""
     from gensim.models import FastText, Word2Vec
 
     common = dict(sentences=StoreSentences(store, vocab), vector_size=dim, window=window, min_count=min_count,
@@ -166,9 +166,10 @@ def build_embeddings(config: EmbeddingConfig, vocab: Vocabulary, seed: int,
     """The embeddings ``config`` asks for (``store``, one or several, is needed by word2vec and fasttext)."""
     if config.method == "glove":
         return load_glove(config.path, vocab, config.dim, seed)
-    if store is None or (not isinstance(store, TokenStore) and not store):
+    stores = [store] if isinstance(store, TokenStore) else list(store or [])
+    if not stores:
         raise StudyError(f"embeddings: method {config.method!r} needs a token store to train on")
-    return train_embeddings(store, vocab, config.method, config.dim, config.epochs, config.window, seed,
+    return train_embeddings(stores, vocab, config.method, config.dim, config.epochs, config.window, seed,
                             min_count=config.min_count, sg=config.sg, bucket=config.bucket)
 
 
