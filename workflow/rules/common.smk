@@ -66,7 +66,8 @@ EMBEDDINGS = NEURAL["embeddings"]
 for _emb, _spec in EMBEDDINGS.items():
     for _name in ([_spec["dataset"]] if "dataset" in _spec else []) + _spec.get("corpus", []):
         if _name not in DATASETS:
-            raise ValueError(f"config: neural.embeddings.{_emb} names dataset {_name!r}, which is not a key of datasets")
+            raise ValueError(f"config: neural.embeddings.{_emb} names dataset {_name!r}, "
+                             "which is not a key of datasets")
 ENCODERS = NEURAL["encoders"]
 RUNS = NEURAL["runs"]
 

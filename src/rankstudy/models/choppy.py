@@ -36,8 +36,9 @@ Deliberate choices:
   (defaults 128 and 0.1). Dropout on the attention weights is separate and 0 by default: with it
   PyTorch leaves its fused attention kernel, and a training step at N = 300 is 5.6x slower.
   PyTorch's post-norm ReLU encoder layer; no final layer norm.
-* Training (``rankstudy.truncation.choppy_train``): Adam, batches of ``batch_size`` lists (both configs: 16); ``epochs`` and
-  ``patience`` (early stopping on the dev metric at the predicted cuts) are ours.
+* Training (``rankstudy.truncation.choppy_train``): Adam, batches of ``batch_size`` lists (both
+  configs: 16); ``epochs`` and ``patience`` (early stopping on the dev metric at the predicted
+  cuts) are ours.
 """
 
 from __future__ import annotations
