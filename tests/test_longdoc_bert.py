@@ -226,20 +226,23 @@ def test_random_edges_deterministic_at_evaluation(models):
     keys = random_edges(torch.tensor([[[0.0, 0.5, 1.0 - 2 ** -24]]]), torch.tensor([2048, 7]))
     assert keys[:, 0].tolist() == [[0, 1024, 2047], [0, 3, 6]]  # ⌊u·n⌋ < n
     with torch.no_grad():
-        _, mask = bigbird.inputs(QUERIES, DOCUMENT)
-        _, alone = bigbird.inputs(QUERIES[1:2], DOCUMENT[1:2])
+        _, layout = bigbird.inputs(QUERIES, DOCUMENT)
+        mask, alone = layout.dense_mask(), bigbird.inputs(QUERIES[1:2], DOCUMENT[1:2])[1].dense_mask()
         n = alone.shape[1]
         assert torch.equal(mask[1, :n, :n], alone[0])  # same edges whatever the batch
+        per_token = layout.token_random_keys()
+        assert torch.equal(per_token[:, 0], per_token[:, 1]) and torch.equal(per_token[:, 2], per_token[:, 3])
+        assert not torch.equal(per_token[:, 0], per_token[:, 2])  # window 2: query blocks of 2 tokens share draws
         extra = mask[0] & ~longformer_part(QUERIES, DOCUMENT)[0]
         assert extra.sum(1).max() <= 3 and extra.any()  # ≤ random_keys edges a row beyond window and globals
         assert not torch.equal(extra, extra.T)
         bigbird.train()
         try:
             torch.manual_seed(1)
-            first = bigbird.inputs(QUERIES, DOCUMENT)[1]
+            first = bigbird.inputs(QUERIES, DOCUMENT)[1].random_keys
             torch.manual_seed(1)
-            assert torch.equal(bigbird.inputs(QUERIES, DOCUMENT)[1], first)  # seeded
-            assert not torch.equal(bigbird.inputs(QUERIES, DOCUMENT)[1], first)  # fresh draws every step
+            assert torch.equal(bigbird.inputs(QUERIES, DOCUMENT)[1].random_keys, first)  # seeded
+            assert not torch.equal(bigbird.inputs(QUERIES, DOCUMENT)[1].random_keys, first)  # fresh draws every step
         finally:
             bigbird.eval()
 
@@ -255,7 +258,7 @@ def test_qds_makes_the_query_like_block_global(models):
     query = ids([7, 8])
     document = ids([1, 2, 3, 4, 5, 6, 9, 10, 7, 8, 7, 8, 11, 12])  # blocks of 4: the third matches the query
     with torch.no_grad():
-        _, mask = qds.inputs(query, document)
+        mask = qds.inputs(query, document)[1].dense_mask()
     # [CLS] q q [SEP] | d0 … d13 | [SEP]: 19 tokens; the third block is positions 12..15
     real = torch.ones(1, 19, dtype=torch.bool)
     is_global = torch.zeros(1, 19, dtype=torch.bool)
@@ -268,14 +271,15 @@ def test_qds_makes_the_query_like_block_global(models):
 def test_sparse_mask_is_what_the_encoder_attends(models):
     model = models["longformer"]
     input_ids, _, attention = pair_inputs(QUERIES, DOCUMENT, 101, 102, 64)
-    inputs, allowed = model.inputs(QUERIES, DOCUMENT)
+    inputs, layout = model.inputs(QUERIES, DOCUMENT)
+    allowed = layout.dense_mask()
     with torch.no_grad():
         hidden = model.encoder(**inputs).last_hidden_state
         eager = load_encoder("minilm", layers=1, attn_implementation="eager").eval()
         eager.pooler = None
         eager.load_state_dict(model.encoder.state_dict())
         additive = torch.zeros(allowed.shape).masked_fill(~allowed, torch.finfo(torch.float32).min).unsqueeze(1)
-        reference = eager(input_ids=inputs["input_ids"], token_type_ids=inputs["token_type_ids"],
+        reference = eager(input_ids=inputs["input_ids"], token_type_ids=inputs.get("token_type_ids"),
                           attention_mask=additive).last_hidden_state
         real = attention.bool()
         assert torch.allclose(hidden[real], reference[real], atol=1e-5)

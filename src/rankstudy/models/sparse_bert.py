@@ -16,10 +16,11 @@ Equations and where they are implemented:
                                                            most similar to the query (``qds_globals``)
       random:  j ∈ R_i (``bigbird``)                       R_i: ``random_keys`` positions drawn
                                                            uniformly among the row's n real tokens
+                                                           per query block of ``window`` tokens
                                                            (``random_edges``)
       and i, j both real (padding rows attend to themselves only)
-    Attention(Q, K, V) = softmax(QKᵀ/√d_h − ∞·(1 − A)) V   the encoder's own attention, A given as its
-                                                           4-D boolean mask [B, 1, T, T]
+    Attention(Q, K, V) = softmax(QKᵀ/√d_h − ∞·(1 − A)) V   ``nn.block_sparse``: the encoder's attention
+                                                           over the allowed keys only
     s = w · dropout(h_[CLS]) + b                           ``forward``, as ``models.bert_cat``
 
 QDS-style (our definition; the brief's "query-directed sparse attention"): every token attends its
@@ -41,32 +42,25 @@ RoBERTa's 512 learned positions again and again; we do the same (``extend_positi
 
 Deliberate choices:
 
-* Token-level patterns (BigBird's are block-level): the window is symmetric, global edges are
-  symmetric by definition (g_i or g_j), random edges are *not* symmetric (R_i is drawn per query
-  token i, as BigBird draws random key blocks per query block). Every real token always attends
-  itself.
+* Token-level window and globals (BigBird's are block-level): the window is symmetric, global
+  edges are symmetric by definition (g_i or g_j), random edges are *not* symmetric. Random keys are
+  drawn per query block of ``window`` tokens (every token of a block has the block's R), as BigBird
+  draws random key blocks per query block; this lets the block-sparse attention give a block one
+  key set. Every real token always attends itself.
 * Random edges: in training, fresh draws from torch's (seeded) global generator at every forward
-  pass; at evaluation a fixed table of uniforms from ``seed`` (one row per position), so R_i depends
-  only on the position i and the row's real length n: the same document always gets the same
-  edges, whatever the batch or its padding.
-* The mask goes to the Hugging Face encoder as a 4-D boolean [B, 1, T, T] ``attention_mask``:
-  transformers 5's BertModel passes a 4-D mask through unchanged (``masking_utils``) and takes
-  anything else for a [B, T] padding mask, so a 3-D [B, T, T] mask fails or is misread. The
-  encoder is loaded with ``attn_implementation="sdpa"``, where True means "may attend"; the eager
-  path *adds* the mask to the scores, so a boolean mask would be wrong there and any other
-  implementation is refused (test_longdoc_bert checks the SDPA result against eager attention
-  with the equivalent additive 0/−∞ mask).
-* Compute is dense: the full T × T scores are formed and masked. On CPU PyTorch's fused SDPA
-  kernel takes the mask without keeping the T × T probabilities for backward, so memory stays
-  linear in T·batch apart from the boolean mask itself (B·T² bytes); time grows as T², not as the
-  pattern's number of edges. The baselines' effectiveness is reproduced, not their efficiency.
-  The fused CPU kernel has no dropout: with attention dropout (BERT's 0.1, kept when
-  ``attention_dropout`` is None) PyTorch falls back to the unfused path, which stores the
-  B·heads·T² probabilities and dropout masks (3.3 GB per float tensor for 64 documents of 1,024
-  tokens and 12 heads), so CPU configs set ``attention_dropout: 0``. Measured with two MiniLM
-  layers, 2 threads, ``attention_dropout: 0``: a training step on 64 documents of 1,024 tokens
-  takes about 40 CPU-seconds and 5.4 GB peak (any pattern), of 2,048 tokens about 120 CPU-seconds
-  and 11 GB.
+  pass; at evaluation a fixed table of uniforms from ``seed`` (one row per block), so R_i depends
+  only on i's block and the row's real length n: the same document always gets the same edges,
+  whatever the batch or its padding.
+* Compute is block-sparse (``nn.block_sparse``, as Longformer and BigBird compute it): each query
+  block of ``window`` tokens attends its three neighbouring blocks, the global tokens and its random
+  keys in one fused SDPA call, global rows attend densely; the result equals dense attention under
+  the mask A (tests/test_block_sparse.py), and time and memory grow linearly in T. The encoder is
+  loaded with that attention function registered as its ``attn_implementation``; the pattern
+  reaches every layer as the ``sparse_layout`` keyword of the encoder's forward. On a 2-core CPU,
+  study-sized encoder, 1,024 tokens, window 64: 2.3–3.2× faster inference and 1.7–2.5× faster
+  training steps than the dense masked SDPA of before (bench/sparse_attention.py). With attention
+  dropout (BERT's 0.1, kept when ``attention_dropout`` is None) PyTorch's CPU SDPA leaves its
+  fused kernel and stores the probabilities: CPU configs set ``attention_dropout: 0``.
 * Inputs, head, dropout and ``encoder_layers`` as ``models.bert_cat`` / ``models.passage_bert``;
   the document is truncated to ``max_length − 3 − |q|`` tokens.
 """
@@ -81,6 +75,8 @@ from torch import nn
 from torch.nn import functional as F
 
 from rankstudy.config import ConfigError
+from rankstudy.nn import block_sparse
+from rankstudy.nn.block_sparse import attention_pattern, random_edges  # noqa: F401 (the pattern's definition)
 from rankstudy.nn.pretrained import (attention_dropout_override, check_encoder_options, drop_pooler, load_encoder,
                                      load_tokenizer, pair_inputs, score_head, special_ids, uses_token_types)
 
@@ -99,7 +95,7 @@ class SparseBertConfig:
     pattern: str = "longformer"  # "longformer", "bigbird" or "qds"
     max_length: int = 2048  # tokens of [CLS] q [SEP] d [SEP]; positions past the encoder's are copies
     window: int = 256  # local attention: tokens each side (Longformer: 256)
-    random_keys: int = 192  # bigbird: random keys per token (BigBird: 3 blocks × 64)
+    random_keys: int = 192  # bigbird: random keys per query block of `window` tokens (BigBird: 3 blocks × 64)
     qds_block: int = 64  # qds: tokens per document block
     qds_global_blocks: int = 2  # qds: blocks most similar to the query that become global
     seed: int = 0  # the fixed random edges used at evaluation (bigbird)
@@ -136,26 +132,6 @@ def extend_positions(encoder, length: int) -> None:
     encoder.config.max_position_embeddings = length
 
 
-def random_edges(uniforms: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
-    """Random key positions ⌊u·n⌋ [B, T, r] from uniforms in [0, 1) [B or 1, T, r] and real lengths n [B]."""
-    lengths = lengths.view(-1, 1, 1)
-    return torch.minimum((uniforms * lengths).long(), lengths - 1)  # u·n may round up to n in float32
-
-
-def attention_pattern(real: torch.Tensor, is_global: torch.Tensor, window: int,
-                      random_keys: torch.Tensor | None = None) -> torch.Tensor:
-    """Boolean [B, T, T] mask A (A[b, i, j]: token i may attend token j) from the real-token mask
-    [B, T], the global-token mask [B, T], the window (tokens each side) and optional random key
-    positions [B, T, r]. Padding rows attend to themselves only (no row is empty)."""
-    positions = torch.arange(real.shape[1], device=real.device)
-    allowed = ((positions.view(-1, 1) - positions.view(1, -1)).abs() <= window).unsqueeze(0)
-    allowed = allowed | is_global.unsqueeze(2) | is_global.unsqueeze(1)
-    if random_keys is not None and random_keys.shape[-1]:
-        allowed = allowed.scatter(2, random_keys, True)
-    allowed = allowed & real.unsqueeze(2) & real.unsqueeze(1)
-    return allowed | torch.eye(real.shape[1], dtype=torch.bool, device=real.device)
-
-
 def block_globals(similarity: torch.Tensor, block_of: torch.Tensor, count: int) -> torch.Tensor:
     """Tokens [B, T] of each row's ``count`` most query-similar blocks (ties: the earlier block).
 
@@ -175,19 +151,22 @@ class SparseBert(nn.Module):
         super().__init__()
         self.config = config
         self.cls_id, self.sep_id = special_ids(load_tokenizer(config.encoder), config.encoder)
+        block_sparse.register()
         self.encoder = load_encoder(config.encoder, layers=config.encoder_layers,
-                                    train_embeddings=config.train_embeddings, attn_implementation="sdpa",
+                                    train_embeddings=config.train_embeddings,
+                                    attn_implementation=block_sparse.ATTENTION_NAME,
                                     **attention_dropout_override(config.attention_dropout))
-        if self.encoder.config._attn_implementation != "sdpa":
-            raise ConfigError(f"models.sparse_bert: encoder {config.encoder!r} does not support SDPA attention, "
-                              "which the boolean sparse-attention mask needs")
+        if self.encoder.config._attn_implementation != block_sparse.ATTENTION_NAME:
+            raise ConfigError(f"models.sparse_bert: encoder {config.encoder!r} does not take a custom attention "
+                              "function, which the sparse attention needs")
         drop_pooler(self.encoder)
         extend_positions(self.encoder, config.max_length)
         self.use_token_types = uses_token_types(self.encoder)
         self.dropout = nn.Dropout(config.dropout)
         self.score = score_head(self.encoder, config.encoder)
         generator = torch.Generator().manual_seed(config.seed)
-        self.register_buffer("eval_uniforms", torch.rand(1, config.max_length, config.random_keys, generator=generator),
+        blocks = -(-config.max_length // block_sparse.block_size(config.window))
+        self.register_buffer("eval_uniforms", torch.rand(1, blocks, config.random_keys, generator=generator),
                              persistent=False)
 
     def qds_globals(self, input_ids: torch.Tensor, token_type_ids: torch.Tensor,
@@ -214,8 +193,8 @@ class SparseBert(nn.Module):
             similarity = similarity.masked_fill(block_sizes[:, :blocks] == 0, float("-inf"))
         return block_globals(similarity, block_of, config.qds_global_blocks)
 
-    def inputs(self, query: torch.Tensor, document: torch.Tensor) -> tuple[dict[str, torch.Tensor], torch.Tensor]:
-        """The encoder's keyword inputs, with the pattern as a 4-D boolean mask, and the [B, T, T] mask."""
+    def inputs(self, query: torch.Tensor, document: torch.Tensor) -> tuple[dict, block_sparse.SparseLayout]:
+        """The encoder's keyword inputs, with the pattern as a ``SparseLayout``, and the layout."""
         config = self.config
         input_ids, token_type_ids, attention_mask = pair_inputs(query, document, self.cls_id, self.sep_id,
                                                                 config.max_length)
@@ -225,15 +204,15 @@ class SparseBert(nn.Module):
             is_global = is_global | self.qds_globals(input_ids, token_type_ids, real)
         keys = None
         if config.pattern == "bigbird":
-            width = input_ids.shape[1]
-            uniforms = (torch.rand(len(input_ids), width, config.random_keys, device=input_ids.device)
-                        if self.training else self.eval_uniforms[:, :width])
+            blocks = -(-input_ids.shape[1] // block_sparse.block_size(config.window))
+            uniforms = (torch.rand(len(input_ids), blocks, config.random_keys, device=input_ids.device)
+                        if self.training else self.eval_uniforms[:, :blocks])
             keys = random_edges(uniforms, real.sum(1))
-        allowed = attention_pattern(real, is_global, config.window, keys)
-        inputs = {"input_ids": input_ids, "attention_mask": allowed.unsqueeze(1)}
+        layout = block_sparse.SparseLayout(real, is_global, config.window, keys)
+        inputs = {"input_ids": input_ids, "sparse_layout": layout}  # the layout holds the padding too
         if self.use_token_types:
             inputs["token_type_ids"] = token_type_ids
-        return inputs, allowed
+        return inputs, layout
 
     def forward(self, query: torch.Tensor, document: torch.Tensor) -> torch.Tensor:
         inputs, _ = self.inputs(query, document)
