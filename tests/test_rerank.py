@@ -34,6 +34,9 @@ class FakeStore:
     def __init__(self, texts):
         self.texts = texts
 
+    def lengths(self, ids, max_length):
+        return np.array([min(len(self.texts[i]), max_length) for i in ids])
+
     def batch(self, ids, max_length):
         rows = [self.texts[i][:max_length] for i in ids]
         out = np.zeros((len(rows), max(len(r) for r in rows)), dtype=np.int64)
@@ -60,6 +63,29 @@ def test_score_candidates_scores_the_top_depth():
             assert score == pytest.approx(model(q, d).item(), rel=1e-5)
     wide = score_candidates(model, run, queries, docs, 3, 100, 5, 10, torch.device("cpu"), progress=False)
     assert all(dict(wide[q]) == pytest.approx(dict(result[q]), rel=1e-5) for q in run)  # batching is invisible
+
+
+class WidthRecorder(SumRanker):
+    def __init__(self):
+        super().__init__()
+        self.widths = []
+
+    def forward(self, query, document):
+        self.widths.append(document.shape[1])
+        return super().forward(query, document)
+
+
+def test_batches_hold_documents_of_similar_length():
+    queries = FakeStore({"q1": [1, 2], "q2": [3]})
+    docs = FakeStore({f"d{i}": [1] * (1 + (i * 7) % 12) for i in range(12)})  # lengths 1..12, shuffled
+    run = {"q1": [(f"d{i}", 10.0 - i) for i in range(6)], "q2": [(f"d{i}", 10.0 - i) for i in range(6, 12)]}
+    model = WidthRecorder()
+    result = score_candidates(model, run, queries, docs, 6, 4, 5, 10, "cpu", progress=False)
+    assert model.widths == [4, 8, 10]  # sorted by length (capped at 10): 3 batches padded to 4, 8, 10 tokens
+    for qid, ranking in result.items():
+        for docid, score in ranking:  # each score still belongs to its own pair
+            expected = model(torch.tensor(queries.batch([qid], 5)), torch.tensor(docs.batch([docid], 10)))
+            assert score == pytest.approx(expected.item(), rel=1e-6)
 
 
 FIRST = {"q1": [("d1", 5.0), ("d2", 4.0), ("d3", 3.0), ("d4", 2.0), ("d5", 1.0)],

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 from typing import Iterable, Iterator, Mapping, Sequence
 
+import numpy as np
 import pandas as pd
 import torch
 from tqdm import tqdm
@@ -43,17 +44,23 @@ def score_candidates(model: torch.nn.Module, run: Mapping[str, Sequence[tuple[st
     if depth < 1 or batch_size < 1:
         raise StudyError(f"depth and batch_size must be at least 1, got {depth} and {batch_size}")
     pairs = [(qid, docid) for qid, ranking in run.items() for docid, _ in _ranked(ranking)[:depth]]
+    # batches of documents of similar length: a batch is padded to its longest document, which for
+    # long documents of mixed lengths costs up to twice the tokens (models are padding-invariant)
+    lengths = doc_store.lengths([docid for _, docid in pairs], max_doc_length)
+    order = np.argsort(lengths, kind="stable")
     model.to(device)
     model.eval()
-    scores: list[float] = []
+    scores = np.zeros(len(pairs))
+    done = 0
     with torch.inference_mode(), tqdm(total=len(pairs), desc="rerank", unit="pair", disable=not progress,
                                       dynamic_ncols=True) as bar:
-        for chunk, query, docs in pair_batches(pairs, query_store, doc_store, batch_size, max_query_length,
-                                               max_doc_length, device):
-            scores.extend(model(query, docs).float().cpu().tolist())
+        for chunk, query, docs in pair_batches([pairs[k] for k in order], query_store, doc_store, batch_size,
+                                               max_query_length, max_doc_length, device):
+            scores[order[done:done + len(chunk)]] = model(query, docs).float().cpu().numpy()
+            done += len(chunk)
             bar.update(len(chunk))
     result: Run = {qid: [] for qid in run}
-    for (qid, docid), score in zip(pairs, scores):
+    for (qid, docid), score in zip(pairs, scores.tolist()):
         result[qid].append((docid, score))
     return {qid: _ranked(ranking) for qid, ranking in result.items()}
 
