@@ -16,7 +16,8 @@ from rankstudy.models import MODELS, build_model
 from rankstudy.models.bert_cat import BertCat, BertCatConfig
 from rankstudy.models.idcm import IDCMConfig, distillation_loss, top_k_mask, with_auxiliary_loss
 from rankstudy.models.passage_bert import PassageConfig, passage_counts, split_passages
-from rankstudy.models.sparse_bert import SparseBertConfig, attention_pattern, random_edges
+from rankstudy.models.sparse_bert import SparseBertConfig
+from rankstudy.nn.block_sparse import attention_pattern, random_edges
 from rankstudy.nn.pretrained import load_encoder, pair_inputs
 
 PASSAGES = {"encoder_layers": 1, "passage_length": 8, "passage_stride": 6, "max_passages": 5}

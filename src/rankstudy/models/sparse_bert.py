@@ -76,7 +76,7 @@ from torch.nn import functional as F
 
 from rankstudy.config import ConfigError
 from rankstudy.nn import block_sparse
-from rankstudy.nn.block_sparse import attention_pattern, random_edges  # noqa: F401 (the pattern's definition)
+from rankstudy.nn.block_sparse import random_edges
 from rankstudy.nn.pretrained import (attention_dropout_override, check_encoder_options, drop_pooler, load_encoder,
                                      load_tokenizer, pair_inputs, score_head, special_ids, uses_token_types)
 
