@@ -46,3 +46,20 @@ def loss_before_and_after(model, optimizer, loss, steps=5):
     with torch.no_grad():
         after = loss().item()
     return before, after
+
+
+class FakeStore:
+    """In-memory stand-in for ``rankstudy.store.TokenStore``: id -> token ids."""
+
+    def __init__(self, texts: dict[str, list[int]]):
+        self.texts = texts
+
+    def lengths(self, ids, max_length: int) -> np.ndarray:
+        return np.array([min(len(self.texts[i]), max_length) for i in ids], dtype=np.int64)
+
+    def batch(self, ids, max_length: int) -> np.ndarray:
+        rows = [self.texts[i][:max_length] for i in ids]
+        out = np.zeros((len(rows), max(1, max(len(r) for r in rows))), dtype=np.int64)
+        for i, row in enumerate(rows):
+            out[i, :len(row)] = row
+        return out

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import json
 
-import numpy as np
 import pytest
 import torch
 from torch import nn
 
+from helpers import FakeStore
 from rankstudy import cli
 from rankstudy.errors import StudyError
 from rankstudy.formats import read_run, write_qrels, write_run
@@ -28,21 +28,6 @@ class SumRanker(nn.Module):
 
     def forward(self, query, document):
         return (self.embedding(query).sum(1) * self.embedding(document).sum(1)).sum(-1)
-
-
-class FakeStore:
-    def __init__(self, texts):
-        self.texts = texts
-
-    def lengths(self, ids, max_length):
-        return np.array([min(len(self.texts[i]), max_length) for i in ids])
-
-    def batch(self, ids, max_length):
-        rows = [self.texts[i][:max_length] for i in ids]
-        out = np.zeros((len(rows), max(len(r) for r in rows)), dtype=np.int64)
-        for i, row in enumerate(rows):
-            out[i, :len(row)] = row
-        return out
 
 
 def test_score_candidates_scores_the_top_depth():

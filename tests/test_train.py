@@ -11,6 +11,7 @@ import pytest
 import torch
 from torch import nn
 
+from helpers import FakeStore
 from rankstudy.config import ConfigError, from_dict
 from rankstudy.errors import StudyError
 from rankstudy.formats import FormatError
@@ -46,20 +47,6 @@ class ToyRanker(nn.Module):
     def forward(self, query: torch.Tensor, document: torch.Tensor) -> torch.Tensor:
         dot = (self._pool(query) * self._pool(document)).sum(-1, keepdim=True)
         return self.out(dot).squeeze(-1)
-
-
-class FakeStore:
-    """In-memory stand-in for ``rankstudy.store.TokenStore``."""
-
-    def __init__(self, texts: dict[str, list[int]]):
-        self.texts = texts
-
-    def batch(self, ids: list[str], max_length: int) -> np.ndarray:
-        rows = [self.texts[i][:max_length] for i in ids]
-        out = np.zeros((len(rows), max(len(r) for r in rows)), dtype=np.int64)
-        for i, row in enumerate(rows):
-            out[i, :len(row)] = row
-        return out
 
 
 def make_toy(per_topic: int = 5, fillers: int = 2):
