@@ -8,7 +8,8 @@ import math
 import pytest
 import torch
 
-from rankstudy.nn.block_sparse import SparseLayout, block_size, block_sparse_attention_forward, random_edges, sparse_attention
+from rankstudy.nn.block_sparse import (SparseLayout, block_size, block_sparse_attention_forward, random_edges,
+                                      sparse_attention)
 
 
 def dense_reference(query, key, value, layout):

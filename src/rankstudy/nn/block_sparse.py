@@ -140,14 +140,14 @@ def sparse_attention(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor
         rows = x.transpose(1, 2).reshape(B * length, H * d).index_select(0, flat_index)
         return rows.view(B * blocks, keys_per_block, H, d).transpose(1, 2)
 
-    queries = F.pad(query, (0, 0, 0, length - T)).view(B, H, blocks, b, d).transpose(1, 2).reshape(B * blocks, H, b, d)
+    q = F.pad(query, (0, 0, 0, length - T))
+    queries = q.view(B, H, blocks, b, d).transpose(1, 2).reshape(B * blocks, H, b, d)
     output = F.scaled_dot_product_attention(queries, blocked(k), blocked(v), attn_mask=mask.view(B * blocks, 1, b, -1),
                                             dropout_p=dropout, scale=scaling)
     output = output.view(B, blocks, H, b, d).transpose(1, 2).reshape(B, H, length, d)
 
     # global rows: every real key, densely; written over the block rows (padded slots land on row T)
-    global_queries = _gather_rows(F.pad(query, (0, 0, 0, length - T)), global_index)
-    global_rows = F.scaled_dot_product_attention(global_queries, k, v, attn_mask=real.view(B, 1, 1, -1),
+    global_rows = F.scaled_dot_product_attention(_gather_rows(q, global_index), k, v, attn_mask=real.view(B, 1, 1, -1),
                                                  dropout_p=dropout, scale=scaling)
     output = output.scatter(2, global_index.view(B, 1, -1, 1).expand(B, H, -1, d), global_rows)
     return output[:, :, :T]
