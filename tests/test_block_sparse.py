@@ -8,7 +8,7 @@ import math
 import pytest
 import torch
 
-from rankstudy.nn.block_sparse import (SparseLayout, block_size, block_sparse_attention_forward, random_edges,
+from rankstudy.nn.block_sparse import (SparseLayout, block_count, block_sparse_attention_forward, random_edges,
                                       sparse_attention)
 
 
@@ -28,8 +28,8 @@ def test_equal_to_dense_masked_attention(case):
     is_global = (torch.rand(3, width, generator=generator) < 0.15) & real
     is_global[:, 0] = case % 4 != 0  # some cases without any global token
     draws = case % 5
-    blocks = -(-width // block_size(window))
-    keys = random_edges(torch.rand(3, blocks, draws, generator=generator), lengths) if draws else None
+    uniforms = torch.rand(3, block_count(width, window), draws, generator=generator)
+    keys = random_edges(uniforms, lengths) if draws else None
     layout = SparseLayout(real, is_global, window, keys)
     query, key, value = (torch.randn(3, 2, width, 8, generator=generator, requires_grad=True) for _ in range(3))
     sparse = sparse_attention(query, key, value, layout, 8 ** -0.5)

@@ -76,7 +76,6 @@ from torch.nn import functional as F
 
 from rankstudy.config import ConfigError
 from rankstudy.nn import block_sparse
-from rankstudy.nn.block_sparse import random_edges
 from rankstudy.nn.pretrained import (attention_dropout_override, check_encoder_options, drop_pooler, load_encoder,
                                      load_tokenizer, pair_inputs, score_head, special_ids, uses_token_types)
 
@@ -165,7 +164,7 @@ class SparseBert(nn.Module):
         self.dropout = nn.Dropout(config.dropout)
         self.score = score_head(self.encoder, config.encoder)
         generator = torch.Generator().manual_seed(config.seed)
-        blocks = -(-config.max_length // block_sparse.block_size(config.window))
+        blocks = block_sparse.block_count(config.max_length, config.window)
         self.register_buffer("eval_uniforms", torch.rand(1, blocks, config.random_keys, generator=generator),
                              persistent=False)
 
@@ -204,10 +203,10 @@ class SparseBert(nn.Module):
             is_global = is_global | self.qds_globals(input_ids, token_type_ids, real)
         keys = None
         if config.pattern == "bigbird":
-            blocks = -(-input_ids.shape[1] // block_sparse.block_size(config.window))
+            blocks = block_sparse.block_count(input_ids.shape[1], config.window)
             uniforms = (torch.rand(len(input_ids), blocks, config.random_keys, device=input_ids.device)
                         if self.training else self.eval_uniforms[:, :blocks])
-            keys = random_edges(uniforms, real.sum(1))
+            keys = block_sparse.random_edges(uniforms, real.sum(1))
         layout = block_sparse.SparseLayout(real, is_global, config.window, keys)
         inputs = {"input_ids": input_ids, "sparse_layout": layout}  # the layout holds the padding too
         if self.use_token_types:

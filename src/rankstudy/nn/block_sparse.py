@@ -37,6 +37,11 @@ def block_size(window: int) -> int:
     return max(window, 1)
 
 
+def block_count(length: int, window: int) -> int:
+    """Query blocks ⌈length / b⌉ covering ``length`` tokens."""
+    return -(-length // block_size(window))
+
+
 def random_edges(uniforms: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
     """Random key positions ⌊u·n⌋ [B, nb, r] from uniforms in [0, 1) [B or 1, nb, r] and real lengths n [B]."""
     lengths = lengths.view(-1, 1, 1)
@@ -101,7 +106,7 @@ def sparse_attention(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor
     attention probabilities)."""
     B, H, T, d = query.shape
     w, b = layout.window, block_size(layout.window)
-    blocks = -(-(T + 1) // b)  # position T is a spare zero row: padded key slots point at it
+    blocks = block_count(T + 1, w)  # position T is a spare zero row: padded key slots point at it
     length = blocks * b
     device = query.device
     k, v = (F.pad(x.transpose(1, 2), (0, 0, 0, 0, 0, length - T)).transpose(1, 2) for x in (key, value))
