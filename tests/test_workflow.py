@@ -121,7 +121,7 @@ def test_a_test_only_collection_with_neural_runs(tmp_path):
         "train": ("    mini-tk: {model: tk, embeddings: w2v, train: mini, evaluate: [mini]}\n",
                   r"neural.runs.mini-tk trains on dataset 'mini', which has no 'train' and no 'dev' split"),
         "tune": ("    mini-p1: {reuse: p1, evaluate: [mini]}\n",
-                 r"neural.runs.mini-p1 evaluates dataset 'mini', which has no 'dev' split .* `rerank_depth`"),
+                 r"neural.runs.mini-p1 is not evaluated on a 'dev' split of 'mini' .* `rerank_depth`"),
     }
     datasets = (work / "mini.yaml").read_text().split("first_stage:")[0]
     for name, (runs, message) in cases.items():

@@ -200,14 +200,21 @@ def neural_systems():
     return pairs
 
 
-def eval_splits(dataset):
-    """The neural runs' evaluation splits of a dataset: dev and test (dev only where it has one)."""
-    return [split for split in ("dev", "test") if split in dataset_splits(dataset)]
+def eval_splits(dataset, variant=None):
+    """A neural run's evaluation splits of a dataset: dev and test (dev only where it has one), or the
+    run's own ``splits`` (e.g. test only, for an ablation whose table shows test columns)."""
+    wanted = RUNS[variant].get("splits", ("dev", "test")) if variant else ("dev", "test")
+    return [split for split in ("dev", "test") if split in dataset_splits(dataset) and split in wanted]
+
+
+def system_run(system):
+    """The neural.runs key in a metric-file system name (MODEL.RUN.sSEED[-full] or MODEL.RUN.ens)."""
+    return system.split(".")[-2]
 
 
 def neural_metrics():
     return [f"results/metrics/{dataset}/{system}.{split}.csv"
-            for dataset, system in neural_systems() for split in eval_splits(dataset)]
+            for dataset, system in neural_systems() for split in eval_splits(dataset, system_run(system))]
 
 
 for _variant, _spec in RUNS.items():
@@ -260,9 +267,9 @@ def check_splits():
         for dataset in run_datasets(variant):
             if "test" not in dataset_splits(dataset):
                 raise ValueError(f"config: neural.runs.{variant} evaluates dataset {dataset!r}, which has no 'test' split")
-            if "dev" not in dataset_splits(dataset) and "ensemble" not in spec and "rerank_depth" not in spec:
+            if "dev" not in eval_splits(dataset, variant) and "ensemble" not in spec and "rerank_depth" not in spec:
                 raise ValueError(
-                    f"config: neural.runs.{variant} evaluates dataset {dataset!r}, which has no 'dev' split to tune "
+                    f"config: neural.runs.{variant} is not evaluated on a 'dev' split of {dataset!r} to tune "
                     f"the full task's re-ranking depth on; give the run a fixed `rerank_depth`")
 
 
@@ -288,7 +295,8 @@ def table2_rows():
 
 def table2_metrics():
     return sorted({f"results/metrics/{row['dataset']}/{system}.{split}.csv" for row in table2_rows()
-                   for system in (row["rerank"], row["full"]) if system for split in eval_splits(row["dataset"])})
+                   for system in (row["rerank"], row["full"]) if system
+                   for split in eval_splits(row["dataset"], None if system == "bm25" else system_run(system))})
 
 
 for _variant in NEURAL.get("table2_runs", []):
@@ -457,15 +465,27 @@ def socialformer_runs():
     return named + ([SOCIAL["graph_run"]] if "graph_run" in SOCIAL else [])
 
 
+def socialformer_columns(table):
+    """A table's {split: measures}: its own (``table2_columns``) or the shared ``columns``."""
+    return SOCIAL.get(f"{table}_columns") or SOCIAL["columns"]
+
+
 if socialformer_active():
     for _variant in socialformer_runs():
         if _variant not in RUNS or SOCIAL["dataset"] not in run_datasets(_variant):
             raise ValueError(f"config: socialformer names run {_variant!r}, which is not a neural.runs entry evaluated "
                              f"on {SOCIAL['dataset']!r}")
+    for _table in ("table1", "table2"):
+        for _row in SOCIAL[_table]:
+            for _split in socialformer_columns(_table):
+                if _split not in eval_splits(SOCIAL["dataset"], _row["run"]):
+                    raise ValueError(f"config: socialformer.{_table} shows {_split} columns, but run {_row['run']!r} "
+                                     f"is not evaluated on {_split} (its splits)")
     for _variant in SOCIAL["curves"].values():
         if _variant not in RUNS or "model" not in RUNS[_variant]:
             raise ValueError(f"config: socialformer.curves names {_variant!r}, which is not a trained neural.runs entry")
-    _measures = [m for measures in SOCIAL["columns"].values() for m in measures] + [SOCIAL["fig6"]["measure"]]
+    _measures = [m for table in ("table1", "table2") for measures in socialformer_columns(table).values() for m in measures]
+    _measures.append(SOCIAL["fig6"]["measure"])
     for _measure in _measures:
         if _measure not in config["evaluation"]["measures"]:
             raise ValueError(f"config: socialformer uses measure {_measure!r}, which is not in evaluation.measures")
@@ -485,7 +505,7 @@ def socialformer_rows(table):
 
 def socialformer_metrics(table):
     return sorted({f"results/metrics/{SOCIAL['dataset']}/{row['system']}.{split}.csv"
-                   for row in socialformer_rows(table) for split in SOCIAL["columns"]})
+                   for row in socialformer_rows(table) for split in socialformer_columns(table)})
 
 
 SOCIAL_CAPTIONS = {
@@ -503,7 +523,7 @@ SIGNIFICANCE_TESTS = {"wilcoxon": "Wilcoxon", "t": "t-test"}
 def socialformer_table_spec(table):
     caption = SOCIAL_CAPTIONS[table].format(dataset=SOCIAL["dataset"], test=SIGNIFICANCE_TESTS[SOCIAL["significance"]],
                                             depth=rerank_depths(row["run"] for row in SOCIAL[table]))
-    columns = [[split, measure] for split, measures in SOCIAL["columns"].items() for measure in measures]
+    columns = [[split, measure] for split, measures in socialformer_columns(table).items() for measure in measures]
     return as_json({"rows": socialformer_rows(table), "columns": columns, "test": SOCIAL["significance"],
                     "caption": caption + SOCIAL["caption_note"]})
 
@@ -581,8 +601,9 @@ def _metric_ref(claim, ref):
             raise _claim_error(claim, f"run {ref['run']!r} is an ensemble: it has no full task")
         system = run_system(ref["run"]) + ("-full" if ref.get("task") == "full" else "")
         produced = dataset in run_datasets(ref["run"])
-        if produced and split not in ("dev", "test"):
-            raise _claim_error(claim, f"neural runs are evaluated on dev and test, not {split!r}")
+        if produced and split not in eval_splits(dataset, ref["run"]):
+            raise _claim_error(claim, f"run {ref['run']!r} is evaluated on {' and '.join(eval_splits(dataset, ref['run']))}, "
+                                      f"not {split!r}")
     else:
         system = ref["system"]
         neural = {name for variant in RUNS for name in _run_system_names(variant)}
