@@ -35,6 +35,10 @@ def test_system_table_means_letters_and_speed(tmp_path):
     assert (tmp_path / "t1.md").read_text().startswith("caption")
     with pytest.raises(StudyError, match="no metrics for d/missing/test"):
         system_table(csvs, [{"label": "x", "dataset": "d", "system": "missing"}], ["test"], tmp_path / "t", "")
+    # measured on a GPU as well (a cluster job): the column is the GPU's and says so
+    pd.DataFrame({"model": ["tkl", "tkl"], "device": ["cpu", "cuda"], "docs_per_ms": [0.05, 2.0]}).to_csv(efficiency)
+    table = system_table(csvs, rows, ["test"], tmp_path / "t2", "caption", efficiency_csv=efficiency)
+    assert table.loc[1, "docs/ms (GPU)"] == 2.0 and "docs/ms (CPU)" not in table
 
 
 @pytest.fixture

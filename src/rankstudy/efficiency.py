@@ -114,11 +114,12 @@ def _training_step_seconds(model, query, rng, setup: Mapping[str, Any], device) 
     return seconds
 
 
-def measure_models(models: Mapping[str, Mapping[str, Any]], setup: Mapping[str, Any]) -> pd.DataFrame:
-    """One row per model and device (CPU always; CUDA too when available)."""
+def measure_models(models: Mapping[str, Mapping[str, Any]], setup: Mapping[str, Any],
+                   devices: list[str] | None = None) -> pd.DataFrame:
+    """One row per model and device (default: CPU always, CUDA too when available)."""
     import torch
 
-    devices = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
+    devices = devices or ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
     context = multiprocessing.get_context("spawn")
     rows = []
     with context.Pool(1, maxtasksperchild=1) as pool:

@@ -163,14 +163,17 @@ class PACRR(nn.Module):
 
     @staticmethod
     def kmax(channel: torch.Tensor, k: int) -> tuple[torch.Tensor, torch.Tensor]:
-        """The k largest values per query term (descending) and their document positions: [B, l_q, k]."""
-        return torch.topk(channel, k=k, dim=2, sorted=True)
+        """The k largest values per query term (descending) and their document positions: [B, l_q, k].
+        Ties go to the earlier position (a stable sort): ``torch.topk`` breaks them differently on the CPU and
+        on CUDA, and CO-PACRR reads the context at the chosen positions, so scores would depend on the device."""
+        values, positions = torch.sort(channel, dim=2, descending=True, stable=True)
+        return values[:, :, :k], positions[:, :, :k]
 
     def _context(self, query: torch.Tensor, document: torch.Tensor) -> torch.Tensor | None:
         return None  # PACRR has no context similarity
 
     def _pool(self, channel: torch.Tensor, context: torch.Tensor | None, q_match: torch.Tensor) -> torch.Tensor:
-        return self.kmax(channel, self.config.kmax).values
+        return self.kmax(channel, self.config.kmax)[0]
 
     def term_features(self, query: torch.Tensor, document: torch.Tensor) -> torch.Tensor:
         """Per-query-term features [B, l_q, (k · views) · l_g (+1 with IDF)] fed to the combination."""

@@ -56,8 +56,8 @@ def system_table(metric_csvs: Sequence[str | os.PathLike], rows: Sequence[Mappin
     columns = [(split, measure) for split in splits for measure in measures]
     table = system_frame(read_metrics(metric_csvs), rows, columns)
     if efficiency_csv:
-        speed = docs_per_ms(efficiency_csv)
-        table["docs/ms (CPU)"] = [speed.get(row.get("model")) for row in rows]
+        speed_column, speed = docs_per_ms(efficiency_csv)
+        table[speed_column] = [speed.get(row.get("model")) for row in rows]
     write_table(table, out_prefix, caption)
     return table
 

@@ -23,18 +23,20 @@ TABLE2_CAPTION = (
 )
 
 
-def docs_per_ms(efficiency_csv) -> dict[str, float]:
-    """model key -> CPU documents/ms from the efficiency benchmark."""
+def docs_per_ms(efficiency_csv) -> tuple[str, dict[str, float]]:
+    """(column name, model key -> documents/ms) from the efficiency benchmark: on the GPU when it measured one
+    (a paper config's cluster job), else on the CPU; the column name says which."""
     table = pd.read_csv(efficiency_csv)
-    cpu = table[table["device"] == "cpu"]
-    return dict(zip(cpu["model"], cpu["docs_per_ms"]))
+    device = "cuda" if (table["device"] == "cuda").any() else "cpu"
+    rows = table[table["device"] == device]
+    return f"docs/ms ({'GPU' if device == 'cuda' else 'CPU'})", dict(zip(rows["model"], rows["docs_per_ms"]))
 
 
 def table2(metric_csvs: Sequence[str | os.PathLike], rows: Sequence[Mapping[str, Any]], out_prefix, depth: int,
            scaled: str = "", efficiency_csv=None) -> pd.DataFrame:
     """``rows``: dicts with run, model, dataset, rerank (system), full (system or None), baseline (system)."""
     metrics = read_metrics(metric_csvs)
-    speed = docs_per_ms(efficiency_csv) if efficiency_csv else {}
+    speed_column, speed = docs_per_ms(efficiency_csv) if efficiency_csv else (None, {})
     records = []
     for row in rows:
         dataset, rerank, full = row["dataset"], row["rerank"], row.get("full")
@@ -49,7 +51,7 @@ def table2(metric_csvs: Sequence[str | os.PathLike], rows: Sequence[Mapping[str,
                     mean_value(metric_rows(metrics, dataset, system, "test"), measure) if system else None)
         baseline = metric_rows(metrics, dataset, row["baseline"], "test")
         if speed:
-            record["docs/ms (CPU)"] = speed.get(row.get("model"))
+            record[speed_column] = speed.get(row.get("model"))
         record["p vs BM25"] = (None if rerank == row["baseline"] else
                                wilcoxon_p(per_query_values(test, "nDCG@10"), per_query_values(baseline, "nDCG@10")))
         records.append(record)
