@@ -272,8 +272,10 @@ rule full_task:
     input:
         first_stage="runs/{dataset}/bm25.{split}.run",
         neural="runs/{dataset}/{system}.{split}.run",
-        # no dev split (a test-only collection): the run's fixed rerank_depth (common.smk check_splits)
-        depth=lambda wc: f"runs/{wc.dataset}/{wc.system}.depth.json" if "dev" in dataset_splits(wc.dataset) else [],
+        # not evaluated on dev (a test-only collection, or splits: [test]): the run's fixed rerank_depth
+        # (common.smk check_splits)
+        depth=lambda wc: (f"runs/{wc.dataset}/{wc.system}.depth.json"
+                          if "dev" in eval_splits(wc.dataset, system_run(wc.system)) else []),
     output:
         "runs/{dataset}/{system}-full.{split}.run",
     log:
