@@ -5,7 +5,7 @@ VENV := .venv
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 PYTHON ?= python3.11
 
-.PHONY: env study test check clean-study pull push
+.PHONY: env study study-extended test check clean-study pull push
 
 env: $(VENV)/.installed
 
@@ -21,6 +21,10 @@ $(VENV)/.installed: requirements.lock pyproject.toml
 
 study: env
 	snakemake --cores all
+
+# the default plus the rows beyond its 60 minutes (config/extended.yaml)
+study-extended: env
+	snakemake --cores all --configfile config/extended.yaml
 
 test: env
 	pytest

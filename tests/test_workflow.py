@@ -71,14 +71,14 @@ def test_dry_run_lists_the_study_jobs(tmp_path):
         # triples for both datasets, listwise groups for the Socialformer runs
         "examples": 3,
         # TK paper: p1 x 3 seeds, p2, d1, d3, knrm, conv_knrm (d2 reuses p1's models on documents);
-        # TKL paper: 5 baselines + BERT[CLS], TKL 2k/4k/500, 2 saturation variants, TK 500, CONV-KNRM 1k;
-        # Socialformer paper: the passage cross-encoder (exported as the others' encoder), node, edge,
-        # 7 baselines, 5 ablations
-        "train": 8 + 13 + 15, "export_encoder": 1,
-        # TK runs: (p1 x 3, p2, d1, d2 x 3, d3, knrm, conv_knrm) x dev/test; TKL runs: 13 x dev/test;
-        # Socialformer runs: 15 x dev/test; full task likewise
-        "rerank": 22 + 26 + 30, "tune_depth": 11 + 13 + 15, "full_task": 22 + 26 + 30, "ensemble": 2,
-        "evaluate": 18 + 46 + 52 + 60, "tk_table2": 1, "tk_table3_4": 1, "tk_view": 1, "efficiency": 1,
+        # TKL paper: 3 baselines + BERT[CLS], TKL 2k/4k, 2 saturation variants; Socialformer paper: the
+        # passage cross-encoder (exported as the others' encoder), node, FirstP, MaxP, PARADE, 5 ablations
+        # (config/extended.yaml adds the other rows)
+        "train": 8 + 8 + 10, "export_encoder": 1,
+        # TK runs: (p1 x 3, p2, d1, d2 x 3, d3, knrm, conv_knrm) x dev/test; TKL runs: 8 x dev/test;
+        # Socialformer runs: 5 x dev/test, the 5 ablations on test only (splits: [test]), so they tune no depth
+        "rerank": 22 + 16 + 15, "tune_depth": 11 + 8 + 5, "full_task": 22 + 16 + 15, "ensemble": 2,
+        "evaluate": 18 + 46 + 32 + 30, "tk_table2": 1, "tk_table3_4": 1, "tk_view": 1, "efficiency": 1,
         # TKL paper: Tables 1-2, the evidence table, Figs. 1-3 (Fig. 3 from TKL's regions)
         "tkl_table": 2, "tkl_evidence": 1, "tkl_fig1": 1, "tkl_fig2": 1, "tkl_regions": 1, "tkl_fig3": 1,
         # Socialformer paper: Tables 1-2, Figs. 4-6, learning curves
@@ -88,8 +88,21 @@ def test_dry_run_lists_the_study_jobs(tmp_path):
         "truncation": 2, "truncation_grid": 2, "choppy_table1": 1, "choppy_fig1": 1, "choppy_fig2": 1,
         # the claims scoreboard and the expected-results check (docs/claims.md)
         "claims": 1, "check_expected": 1,
-        "all": 1, "total": 491,
+        "all": 1, "total": 366,
     }
+
+
+def test_the_extended_config_adds_the_rows_beyond_the_default(tmp_path):
+    """config/extended.yaml, merged over the default: 5 TKL and 5 Socialformer runs more, each trained once and
+    evaluated on dev and test, in the tables the default leaves them out of."""
+    work = workflow_copy(tmp_path)
+    result = snakemake(work, "-n", "--cores", "2", "--configfile", "config/extended.yaml")
+    assert result.returncode == 0, result.stderr
+    counts = job_counts(result.stdout + result.stderr)
+    assert (counts["train"], counts["rerank"], counts["tune_depth"], counts["total"]) == (26 + 10, 53 + 20, 24 + 10, 466)
+    for run in ("tk-500", "tkl-500", "conv_knrm-1k", "doc-matchpyramid", "doc-co_pacrr",
+                "sf-edge", "sf-idcm", "sf-longformer", "sf-bigbird", "sf-qds"):
+        assert re.search(rf"models/synthetic-doc/[\w-]+/{run}/seed42/model.pt", result.stdout), run
 
 
 def test_lint_is_clean(tmp_path):
@@ -225,6 +238,12 @@ def claim_config(**keys):
     (claim_config(b="{system: tk.d1.s99}"), r"claim 'x': system 'tk.d1.s99' is neither a first_stage system"),
     (claim_config(direction="not_worse"), r"claim 'x': a margin goes with direction not_worse, and only with it"),
     (claim_config(measure="MAP@7"), r"claim 'x': measure 'MAP@7' is not in evaluation.measures"),
+    # a run evaluated on test only (neural.runs.*.splits) has no dev metrics for a table or a claim to read
+    ("socialformer:\n  table2_columns: {dev: [RR@10]}\n",
+     r"socialformer.table2 shows dev columns, but run 'sf-no-static-distance' is not evaluated on dev"),
+    (claim_config(split="dev", a="{run: sf-random}", b="{run: d1}"),
+     r"claim 'x': run 'sf-random' is evaluated on test, not 'dev'"),
+    ("neural:\n  runs:\n    p1: {splits: [test]}\n", r"neural.runs.p1 is not evaluated on a 'dev' split .* `rerank_depth`"),
 ])
 def test_a_bad_config_fails_with_a_clear_message(tmp_path, config, message):
     work = workflow_copy(tmp_path)

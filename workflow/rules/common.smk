@@ -480,7 +480,7 @@ if socialformer_active():
             for _split in socialformer_columns(_table):
                 if _split not in eval_splits(SOCIAL["dataset"], _row["run"]):
                     raise ValueError(f"config: socialformer.{_table} shows {_split} columns, but run {_row['run']!r} "
-                                     f"is not evaluated on {_split} (its splits)")
+                                     f"is not evaluated on {_split} (neural.runs.{_row['run']}.splits)")
     for _variant in SOCIAL["curves"].values():
         if _variant not in RUNS or "model" not in RUNS[_variant]:
             raise ValueError(f"config: socialformer.curves names {_variant!r}, which is not a trained neural.runs entry")
