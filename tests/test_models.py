@@ -178,3 +178,34 @@ def test_bad_model_settings_fail_clearly():
         build_model("bert", {}, random_embeddings())
     with pytest.raises(ValueError, match="not divisible"):
         build_model("tk", {"heads": 3}, random_embeddings())
+
+
+def test_published_document_positions_start_at_the_offset():
+    """document_position_offset (the published use_diff_posencoding: 500): documents read the sinusoid table
+    from the offset, queries from 0; the same weights then score differently."""
+    torch.manual_seed(0)
+    shifted = TK(TKConfig(heads=2, layers=1, ff_dim=16, document_position_offset=500), random_embeddings()).eval()
+    plain = TK(TKConfig(heads=2, layers=1, ff_dim=16), random_embeddings()).eval()
+    plain.load_state_dict(shifted.state_dict())
+    query, document = torch.tensor([[5, 9, 12]]), torch.tensor([[20, 21, 9, 30, 5]])
+    with torch.no_grad():
+        plain.positions = shifted.positions[500:]  # documents as the offset model reads them
+        assert torch.allclose(plain.contextualize(document)[0], shifted.contextualize(document, 500)[0], atol=1e-6)
+        plain.positions = shifted.positions[:4096]
+        assert torch.allclose(plain.contextualize(query)[0], shifted._contextualize_queries(query)[0], atol=1e-6)
+        assert not torch.allclose(plain(query, document), shifted(query, document))
+
+
+def test_published_oov_matching():
+    """oov_matches (the published code masks padding only): OOV tokens are matched like any token, so an OOV
+    query term adds its log2 kernel sums, as in the original."""
+    torch.manual_seed(0)
+    settings = {"heads": 2, "layers": 1, "ff_dim": 16}
+    published = TK(TKConfig(**settings, oov_matches=True), random_embeddings()).eval()
+    default = TK(TKConfig(**settings), random_embeddings()).eval()
+    default.load_state_dict(published.state_dict())
+    query, document = torch.tensor([[5, 9, 1]]), torch.tensor([[20, 21, 1, 23, 9, 30]])
+    with torch.no_grad():
+        assert published.kernel_features(query, document)["match_mask"].all()
+        assert not default.kernel_features(query, document)["match_mask"][0, 2].any()
+        assert not torch.allclose(published(query, document), default(query, document))

@@ -162,7 +162,8 @@ def test_tk_lists_the_table2_runs_with_the_paper_settings(dry_runs):
     assert [row["run"] for row in rows if row["run"] != "BM25"] == ["p1", "p2", "p3", "d1", "d2", "d3", "knrm", "conv_knrm"]
 
     p1 = plan.one("train", "models/msmarco-passage/tk/p1/seed42/")
-    assert p1.json_arg("--model-config") == {"layers": 2, "heads": 10, "ff_dim": 100, "train_embeddings": True}
+    assert p1.json_arg("--model-config") == {"layers": 2, "heads": 10, "ff_dim": 100, "train_embeddings": True,
+                                               "document_position_offset": 500}  # the published code
     training = p1.json_arg("--train-config")
     assert training["device"] == "cuda" and training["batch_size"] == 32 and training["max_doc_length"] == 200
     assert training["learning_rates"] == {"embeddings": 1e-4, "contextualizer": 1e-4, "default": 1e-3}

@@ -379,3 +379,14 @@ def test_build_model_gives_tkl_the_collection_idf_as_salience():
     assert torch.equal(model.saturation_salience.weight.squeeze(1), torch.from_numpy(idf))
     plain = build_model("tkl", {"layers": 1, "heads": 2, "ff_dim": 8}, vectors)  # scoring: weights come from a checkpoint
     assert torch.equal(plain.saturation_salience.weight, torch.ones(6, 1))
+
+
+def test_region_start_repeat_reads_the_first_window_before_the_document():
+    """region_start: repeat (the published code): the −1/−2 neighbours of the first window read its score."""
+    scores = torch.tensor([[9.0, 4.0, 1.0] + [0.0] * 37])
+    valid = torch.ones(1, 40, dtype=torch.bool)
+    chosen, found = torch.tensor([[0, 20, 30]]), torch.tensor([[True, False, False]])
+    assert tiny()._region_features(scores, valid, chosen, found)[0, :5].tolist() == [0, 0, 9, 4, 1]
+    assert tiny(region_start="repeat")._region_features(scores, valid, chosen, found)[0, :5].tolist() == [9, 9, 9, 4, 1]
+    with pytest.raises(ValueError, match="region_start"):
+        tiny(region_start="clamp")

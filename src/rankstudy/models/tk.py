@@ -21,6 +21,10 @@ Deliberate choices, following the original code (matchmaker ``TK_v1``) where the
 * Masking: padding is no token; OOV tokens (id 1) count for |d| but match nothing, and OOV query
   terms are left out of the sums over i (the original masked padding only, so an OOV query
   term contributed log2(1e-10) — a large constant that the paper does not intend).
+  ``oov_matches: true`` gives the published behaviour (OOV tokens match as ordinary tokens).
+* Positions: queries and documents read the same sinusoid table from position 0, as the paper.
+  The published code (matchmaker's ``use_diff_posencoding``) starts document positions at 500:
+  ``document_position_offset: 500`` gives it (docs/fidelity.md says which config uses which).
 * The transformer is PyTorch's ``TransformerEncoder`` (post-norm, ReLU, batch-first) run through
   ``nn.transformer.encoder_forward`` (fused scaled-dot-product attention). At inference, distinct
   queries of a batch are contextualised once and shared (re-ranking scores one query against
@@ -78,6 +82,9 @@ class TKConfig(ContextualizerConfig):
     scaler_init: float = 0.01
     branches: str = "both"  # "both" (TK_v1: log + length) or "log" (ECAI 2020)
     max_length: int = 4096  # longest sequence the position features cover
+    # document positions start here (queries at 0); 500 = the published code's use_diff_posencoding
+    document_position_offset: int = 0
+    oov_matches: bool = False  # True: OOV tokens match like any token (the published code masks padding only)
     window_sizes: list[int] = field(default_factory=list)  # windowed kernel pooling (d3); [] = off
     top_windows: int = 3
     # CPU inference scores a batch in slices of this many documents, so each slice's activations
@@ -93,6 +100,8 @@ class TKConfig(ContextualizerConfig):
             raise ValueError("windowed kernel pooling scores windows with the log branch: set branches: log")
         if self.top_windows < 1:
             raise ValueError("top_windows must be positive")
+        if self.document_position_offset < 0:
+            raise ValueError("document_position_offset must be >= 0")
         if self.cpu_slice_documents < 0:
             raise ValueError("cpu_slice_documents must be >= 0")
 
@@ -120,7 +129,7 @@ class TK(nn.Module):
     def __init__(self, config: TKConfig, embeddings: np.ndarray):
         super().__init__()
         self.config = config
-        build_contextualizer(self, config, embeddings, config.max_length)
+        build_contextualizer(self, config, embeddings, config.max_length + config.document_position_offset)
         self.scaler = nn.Parameter(torch.full([1], config.scaler_init))
         n = self.kernels.count
         self.dense_log = nn.Linear(n, 1, bias=False)
@@ -134,15 +143,17 @@ class TK(nn.Module):
                 torch.full([len(config.window_sizes), config.top_windows], 1.0 / config.top_windows))
 
     # (1) -------------------------------------------------------------------------------
-    def contextualize(self, ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """Token ids [B, L] -> (mixed representations [B, L, D], token mask, match mask)."""
-        if ids.shape[1] > self.positions.shape[0]:
-            raise ValueError(f"sequence of {ids.shape[1]} tokens exceeds max_length {self.positions.shape[0]}")
+    def contextualize(self, ids: torch.Tensor, first_position: int = 0) -> tuple[torch.Tensor, ...]:
+        """Token ids [B, L] -> (mixed representations [B, L, D], token mask, match mask); positions from
+        ``first_position``."""
+        if first_position + ids.shape[1] > self.positions.shape[0]:
+            raise ValueError(f"sequence of {ids.shape[1]} tokens from position {first_position} exceeds max_length "
+                             f"{self.positions.shape[0]}")
         tokens, matchable = token_masks(ids)
         embedded = self.embedding(ids)
         padding = tokens == 0
-        context = encoder_forward(self.contextualizer, embedded + self.positions[: ids.shape[1]],
-                                  padding if bool(padding.any()) else None)
+        positions = self.positions[first_position : first_position + ids.shape[1]]
+        context = encoder_forward(self.contextualizer, embedded + positions, padding if bool(padding.any()) else None)
         mixed = (self.mixer * embedded + (1 - self.mixer) * context) * tokens.unsqueeze(-1)
         return mixed, tokens, matchable
 
@@ -156,8 +167,10 @@ class TK(nn.Module):
 
     # (2)-(5) ---------------------------------------------------------------------------
     def kernel_features(self, query: torch.Tensor, document: torch.Tensor) -> dict[str, torch.Tensor]:
-        q, _, q_match = self._contextualize_queries(query)
-        d, d_tokens, d_match = self.contextualize(document)
+        q, q_tokens, q_match = self._contextualize_queries(query)
+        d, d_tokens, d_match = self.contextualize(document, self.config.document_position_offset)
+        if self.config.oov_matches:  # the published code: padding is the only token that matches nothing
+            q_match, d_match = q_tokens, d_tokens
         similarity, matches = cosine_matrix(q, d), match_mask(q_match, d_match)
         soft_tf = self.kernels(similarity, matches)  # [B, Lq, K]
         query_terms = q_match.unsqueeze(-1)
@@ -194,8 +207,10 @@ class TK(nn.Module):
         return parts
 
     def _windowed_score(self, query: torch.Tensor, document: torch.Tensor) -> torch.Tensor:
-        q, _, q_match = self._contextualize_queries(query)
-        d, _, d_match = self.contextualize(document)
+        q, q_tokens, q_match = self._contextualize_queries(query)
+        d, d_tokens, d_match = self.contextualize(document, self.config.document_position_offset)
+        if self.config.oov_matches:
+            q_match, d_match = q_tokens, d_tokens
         activations = self.kernels.activations(cosine_matrix(q, d), match_mask(q_match, d_match))  # [B,Lq,Ld,K]
         score = activations.new_zeros(activations.shape[0])
         for size_index, size in enumerate(self.config.window_sizes):

@@ -60,7 +60,8 @@ we depart from it:
   (|w − w_t|·s < z, as the original's "< window / 2" in window units; always at least the ±2
   neighbours, so no window is scored twice), three times. Neighbours past the document's ends or
   without real tokens contribute 0 (the original clamped them to the first/last window, repeating
-  its score), and so do missing regions (fewer than three local maxima). The chosen windows share
+  its score; ``region_start: repeat`` does so before the first window, where running both side by
+  side showed the difference), and so do missing regions (fewer than three local maxima). The chosen windows share
   no token; a region's span with its neighbours (``score_with_regions``) may overlap the next one
   by up to 2·2·s tokens.
 * Masking as TK: padding is no token; OOV (id 1) is a token (for l_w and the windows) that
@@ -101,6 +102,8 @@ class TKLConfig(ContextualizerConfig):
     saturation_bias_init: float = 100.0  # bias of the a, b, c layers: ≈ ln x at initialisation
     top_regions: int = 3
     region_neighbours: int = 2  # windows each side of a chosen window that are scored with it
+    # neighbours before the first window: 0 ("zero"), or the first window's score ("repeat", the published code)
+    region_start: str = "zero"
     max_length: int = 512  # positions the sinusoid features cover: queries and one extended chunk
     # CPU inference: document positions per slice of the batch (documents per slice = this // the
     # batch's length, at least 1; 0 = whole batch) and packed chunks per transformer call (0 = all
@@ -118,6 +121,8 @@ class TKLConfig(ContextualizerConfig):
             raise ValueError(f"saturation must be one of {', '.join(SATURATIONS)}, not {self.saturation!r}")
         if self.top_regions < 1 or self.region_neighbours < 0:
             raise ValueError("top_regions must be positive and region_neighbours non-negative")
+        if self.region_start not in ("zero", "repeat"):
+            raise ValueError(f"region_start must be 'zero' or 'repeat', not {self.region_start!r}")
         if self.max_length < self.chunk_size + 2 * self.overlap:
             raise ValueError(f"max_length {self.max_length} is shorter than one chunk with its context "
                              f"({self.chunk_size + 2 * self.overlap})")
@@ -302,11 +307,14 @@ class TKL(nn.Module):
     def _region_features(self, scores: torch.Tensor, valid: torch.Tensor, chosen: torch.Tensor,
                          found: torch.Tensor) -> torch.Tensor:
         """Scores of each chosen window and its neighbours, 0 outside / invalid / not found:
-        [B, top_regions · (2·neighbours + 1)], region-major, offsets −n … n."""
+        [B, top_regions · (2·neighbours + 1)], region-major, offsets −n … n. ``region_start: repeat``:
+        neighbours before the first window read the first window's score (the published code)."""
         n = self.config.region_neighbours
         offsets = torch.arange(-n, n + 1, device=scores.device)
         neighbours = chosen.unsqueeze(2) + offsets  # [B, R, 2n+1]
-        inside = (neighbours >= 0) & (neighbours < scores.shape[1]) & found.unsqueeze(2)
+        inside = (neighbours < scores.shape[1]) & found.unsqueeze(2)
+        if self.config.region_start == "zero":
+            inside &= neighbours >= 0
         neighbours = neighbours.clamp(0, scores.shape[1] - 1).flatten(1)
         values = scores.masked_fill(~valid, 0.0).gather(1, neighbours).view(inside.shape)
         return (values * inside).flatten(1)
