@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from rankstudy.errors import StudyError
+from rankstudy.report.choppy import settings_caption
 from rankstudy.truncation.experiment import TruncationConfig, run_grid, run_study, split_queries
 
 
@@ -55,7 +56,7 @@ def test_study_runs_every_method_and_is_deterministic():
     settings = first["settings"]
     assert settings["split"] == {"test": 12, "dev": 6, "train": 42}
     assert settings["choppy_f1"]["d_model"] == 16 and settings["choppy_f1"]["epochs_run"] <= 3
-    assert settings["bicut"]["alpha"] == 0.65 and list(settings["bicut"]["dev_f1_by_alpha"]) == [0.65]
+    assert settings["bicut"]["alpha"] == 0.65 and list(settings["bicut"]["f1_by_alpha"]) == [0.65]
 
 
 def test_the_grid_is_its_own_study():
@@ -67,3 +68,18 @@ def test_the_grid_is_its_own_study():
     assert grid.equals(run_grid(run, qrels, cfg, seed=3))
     with pytest.raises(StudyError, match="grid is empty"):
         run_grid(run, qrels, TruncationConfig(n=20, device="cpu"), seed=3)
+
+
+def test_the_papers_split_has_no_dev_set():
+    """dev_fraction 0 (the Choppy paper's random 80/20 train/test): no dev queries, Choppy trains every epoch and
+    keeps the last, BiCut's alpha is chosen on the training lists; the test queries stay 20 %."""
+    run, qrels = toy_run()
+    cfg = TruncationConfig(n=20, dev_fraction=0.0, device="cpu", bicut_alphas=[0.3, 0.65],
+                           choppy={"d_model": 16, "heads": 2, "layers": 1, "ff_dim": 16, "epochs": 3, "patience": 1},
+                           bicut={"hidden": 8, "epochs": 2})
+    study = run_study(run, qrels, cfg, seed=0)
+    settings = study["settings"]
+    assert settings["split"]["dev"] == 0 and settings["split"]["test"] == round(0.2 * len(run))
+    assert settings["choppy_f1"]["epochs_run"] == 3 and settings["choppy_f1"]["best_epoch"] == 3
+    assert settings["bicut"]["alpha_chosen_on"] == "train" and list(settings["bicut"]["f1_by_alpha"]) == [0.3, 0.65]
+    assert "no dev set" in settings_caption(settings)

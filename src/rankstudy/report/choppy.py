@@ -65,7 +65,8 @@ def _p_against(per_query: pd.DataFrame, metric: str, baseline: str) -> pd.Series
 def settings_caption(settings: dict) -> str:
     """The settings a study's models were trained with (settings.json), in words."""
     split = settings["split"]
-    parts = [f"top {settings['n']}, {split['train']}/{split['dev']}/{split['test']} train/dev/test queries"]
+    parts = [f"top {settings['n']}, {split['train']}/{split.get('dev', 0)}/{split['test']} train/dev/test queries"
+             + ("" if split.get("dev") else " (no dev set: every model trains all its epochs and keeps the last)")]
     choppy = settings.get("choppy_f1") or settings.get("choppy_dcg")
     if choppy:
         epochs = "/".join(str(settings[f"choppy_{m}"]["epochs_run"]) for m in ("f1", "dcg") if f"choppy_{m}" in settings)
@@ -76,9 +77,9 @@ def settings_caption(settings: dict) -> str:
                      f"position init sd {choppy['position_init_std']}")
     bicut = settings.get("bicut")
     if bicut:
-        tried = ", ".join(f"{alpha}" for alpha in bicut["dev_f1_by_alpha"])
-        parts.append(f"BiCut hidden {bicut['hidden']}, {bicut['epochs']} epochs, alpha {bicut['alpha']} "
-                     f"(chosen on dev F1 from {tried})")
+        tried = ", ".join(f"{alpha}" for alpha in bicut["f1_by_alpha"])
+        parts.append(f"BiCut hidden {bicut['hidden']}, {bicut['layers']} layer(s), {bicut['epochs']} epochs, alpha "
+                     f"{bicut['alpha']} (chosen on {bicut['alpha_chosen_on']} F1 from {tried})")
     return ", ".join(parts)
 
 

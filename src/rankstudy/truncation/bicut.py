@@ -143,12 +143,12 @@ def predict_cuts(model: BiCut, scores, lengths, batch_size: int = 1024) -> np.nd
 def train_bicut(train, dev, cfg: BiCutConfig, seed: int, device: str | torch.device = "auto") -> BiCut:
     """Train on ``train = (scores, labels, lengths)``; keep the epoch with the best dev mean F1.
 
-    ``dev = (scores, f1_tables, lengths)``. The returned model (in eval mode, on ``device``)
-    carries ``best_epoch`` (1-based) and ``dev_f1``.
+    ``dev = (scores, f1_tables, lengths)``, or None (no dev set: every epoch, the last model, dev_f1 NaN).
+    The returned model (in eval mode, on ``device``) carries ``best_epoch`` (1-based) and ``dev_f1``.
     """
     device = resolve_device(device)
     scores, labels, lengths = _check(*train, "train")
-    dev_scores, dev_tables, dev_lengths = _check(*dev, "dev")
+    dev_scores, dev_tables, dev_lengths = (None, None, None) if dev is None else _check(*dev, "dev")
     real = scores[_mask(lengths, scores.shape[1])]
     std = float(real.std())
     forked = [device.index if device.index is not None else torch.cuda.current_device()] if device.type == "cuda" else []
@@ -170,12 +170,16 @@ def train_bicut(train, dev, cfg: BiCutConfig, seed: int, device: str | torch.dev
                 optimizer.zero_grad()
                 loss.backward()
                 optimizer.step()
+            if dev is None:
+                best_f1, best_epoch, best_state = math.nan, epoch + 1, None
+                continue
             f1 = float(evaluate_cuts(dev_tables, predict_cuts(model, dev_scores, dev_lengths)).mean())
             log.debug("bicut epoch %d: last batch loss %.4f, dev F1 %.4f", epoch + 1, loss.item(), f1)
             if f1 > best_f1:
                 best_f1, best_epoch = f1, epoch + 1
                 best_state = {key: value.detach().clone() for key, value in model.state_dict().items()}
-    model.load_state_dict(best_state)
+    if best_state is not None:
+        model.load_state_dict(best_state)
     model.eval()
     model.best_epoch, model.dev_f1 = best_epoch, best_f1
     log.info("bicut: best dev F1 %.4f at epoch %d of %d", best_f1, best_epoch, cfg.epochs)

@@ -8,7 +8,8 @@ permutation of the training lists per epoch from ``default_rng([seed, epoch])``,
 ``cfg.lr``, batches of ``cfg.batch_size`` (the last one may be smaller). After every epoch the
 dev metric — the mean of ``tables[q, cut-1]`` at the predicted cuts — selects the model (the
 first best epoch wins ties); training stops after ``cfg.patience`` epochs without improvement.
-Test data is never seen here.
+Without a dev set (``dev=None``: the Choppy paper's 80/20 train/test protocol) every epoch runs and
+the last model is kept. Test data is never seen here.
 """
 
 from __future__ import annotations
@@ -73,12 +74,13 @@ def dev_metric(model: Choppy, data: Data, device) -> float:
     return float(tables[np.arange(len(cuts)), cuts - 1].mean())
 
 
-def train_choppy(train: Data, dev: Data, cfg: ChoppyConfig, seed: int,
+def train_choppy(train: Data, dev: Data | None, cfg: ChoppyConfig, seed: int,
                  device="auto") -> tuple[Choppy, list[dict]]:
-    """Train with early stopping on ``dev``; return the best model (on ``device``) and per-epoch rows
-    ``{"epoch", "train_loss", "dev_metric"}``."""
+    """Train with early stopping on ``dev`` (None: all epochs, the last model); return the model (on
+    ``device``) and per-epoch rows ``{"epoch", "train_loss", "dev_metric"}`` (dev_metric NaN without dev)."""
     device = resolve_device(device)
-    train, dev = _check(train, cfg, "train"), _check(dev, cfg, "dev")
+    train = _check(train, cfg, "train")
+    dev = None if dev is None else _check(dev, cfg, "dev")
     torch.manual_seed(seed)
     model = Choppy(cfg)
     model.fit_score_scale(*(torch.as_tensor(a) for a in (train[0], train[2])))
@@ -97,9 +99,11 @@ def train_choppy(train: Data, dev: Data, cfg: ChoppyConfig, seed: int,
             loss.backward()
             optimizer.step()
             total += loss.item() * len(index)
-        metric = dev_metric(model, dev, device)
+        metric = float("nan") if dev is None else dev_metric(model, dev, device)
         history.append({"epoch": epoch, "train_loss": total / len(order), "dev_metric": metric})
         log.info("choppy epoch %d: train loss %.4f, dev metric %.4f", epoch, total / len(order), metric)
+        if dev is None:
+            continue
         if metric > best:
             best, since_best = metric, 0
             best_state = copy.deepcopy(model.state_dict())
@@ -107,6 +111,7 @@ def train_choppy(train: Data, dev: Data, cfg: ChoppyConfig, seed: int,
             since_best += 1
             if since_best >= cfg.patience:
                 break
-    model.load_state_dict(best_state)
+    if best_state is not None:
+        model.load_state_dict(best_state)
     model.eval()
     return model, history

@@ -41,7 +41,7 @@ class TruncationConfig:
     rel_threshold: int = 1
     recall_base: str = "qrels"
     test_fraction: float = 0.2
-    dev_fraction: float = 0.1
+    dev_fraction: float = 0.1  # 0: no dev set (the Choppy paper's 80/20 protocol: no model selection)
     fixed_k: list[int] = field(default_factory=lambda: [5, 10, 50])
     choppy: dict = field(default_factory=dict)
     bicut: dict = field(default_factory=dict)
@@ -51,8 +51,8 @@ class TruncationConfig:
     device: str = "auto"
 
     def __post_init__(self) -> None:
-        if not (0 < self.test_fraction < 1 and 0 < self.dev_fraction < 1 and self.test_fraction + self.dev_fraction < 1):
-            raise ValueError("test_fraction and dev_fraction must be in (0, 1) and sum below 1")
+        if not (0 < self.test_fraction < 1 and 0 <= self.dev_fraction < 1 and self.test_fraction + self.dev_fraction < 1):
+            raise ValueError("test_fraction must be in (0, 1), dev_fraction in [0, 1), and they must sum below 1")
         if self.n < 1 or any(k < 1 for k in self.fixed_k):
             raise ValueError("n and every fixed k must be positive")
 
@@ -68,9 +68,10 @@ def split_queries(qids: Sequence[str], cfg: TruncationConfig, seed: int,
         return {part: np.array([position[q] for q in ids], dtype=int) for part, ids in given.items()}
     order = np.random.default_rng(seed).permutation(len(qids))
     n_test = max(1, round(cfg.test_fraction * len(qids)))
-    n_dev = max(1, round(cfg.dev_fraction * len(qids)))
+    n_dev = max(1, round(cfg.dev_fraction * len(qids))) if cfg.dev_fraction > 0 else 0
     if len(qids) - n_test - n_dev < 1:
         raise StudyError(f"{len(qids)} queries are too few to split into train, dev and test")
+    # no dev set (dev_fraction 0): an empty index; the models then train every epoch and keep the last
     return {"test": np.sort(order[:n_test]), "dev": np.sort(order[n_test:n_test + n_dev]),
             "train": np.sort(order[n_test + n_dev:])}
 
@@ -81,18 +82,21 @@ def _part(arrays: Sequence[np.ndarray], index: np.ndarray) -> tuple:
 
 def _bicut_cuts(run, qrels, qids, split, train, dev, test, cfg: TruncationConfig,
                 seed: int) -> tuple[np.ndarray, dict]:
-    """BiCut's test cuts and settings; its cost weight alpha is chosen on dev among ``bicut_alphas`` if given."""
+    """BiCut's test cuts and settings; its cost weight alpha is chosen among ``bicut_alphas`` if given, on dev
+    F1, or on the training lists' F1 without a dev set (never on the test queries)."""
     labels = build_labels(run, qrels, qids, cfg.n, cfg.rel_threshold)
     train_labels = (train[0], labels[split["train"]], train[2])
-    best, best_settings, dev_f1 = None, None, {}
+    best, best_settings, best_f1, f1_by_alpha = None, None, -np.inf, {}
     for alpha in cfg.bicut_alphas or [None]:
         settings = from_dict(BiCutConfig, cfg.bicut if alpha is None else {**cfg.bicut, "alpha": alpha},
                              "truncation.bicut")
         model = train_bicut(train_labels, dev, settings, seed, cfg.device)
-        dev_f1[settings.alpha] = model.dev_f1
-        if best is None or model.dev_f1 > best.dev_f1:
-            best, best_settings = model, settings
-    return predict_cuts(best, test[0], test[2]), {**asdict(best_settings), "dev_f1_by_alpha": dev_f1}
+        f1_by_alpha[settings.alpha] = (model.dev_f1 if dev is not None else
+                                       float(evaluate_cuts(train[1], predict_cuts(model, train[0], train[2])).mean()))
+        if f1_by_alpha[settings.alpha] > best_f1:
+            best, best_settings, best_f1 = model, settings, f1_by_alpha[settings.alpha]
+    return predict_cuts(best, test[0], test[2]), {**asdict(best_settings), "f1_by_alpha": f1_by_alpha,
+                                                  "alpha_chosen_on": "train" if dev is None else "dev"}
 
 
 def _rank_correlation(cuts: np.ndarray, oracle_cuts: np.ndarray) -> float:
@@ -112,7 +116,9 @@ def _splits(run, qrels, cfg: TruncationConfig, seed: int, given_split):
     for metric in METRICS:
         qids, scores, tables, lengths = build_tables(run, qrels, cfg.n, metric, cfg.rel_threshold, cfg.recall_base)
         split = split or split_queries(qids, cfg, seed, given_split)
-        yield metric, qids, split, *(_part((scores, tables, lengths), split[p]) for p in ("train", "dev", "test"))
+        train, dev, test = (_part((scores, tables, lengths), split.get(p, np.zeros(0, dtype=int)))
+                            for p in ("train", "dev", "test"))
+        yield metric, qids, split, train, (dev if len(dev[0]) else None), test
 
 
 def run_study(run: formats.Run, qrels: formats.Qrels, cfg: TruncationConfig, seed: int,
@@ -133,8 +139,8 @@ def run_study(run: formats.Run, qrels: formats.Qrels, cfg: TruncationConfig, see
             cuts["BiCut"], settings["bicut"] = _bicut_cuts(run, qrels, qids, split, train, dev, test, cfg, seed)
         choppy_cfg = _choppy_config(cfg)
         model, history = train_choppy(train, dev, choppy_cfg, seed, cfg.device)
-        settings[f"choppy_{metric}"] = {**asdict(choppy_cfg), "epochs_run": len(history),
-                                        "best_epoch": max(history, key=lambda h: h["dev_metric"])["epoch"]}
+        best_epoch = len(history) if dev is None else max(history, key=lambda h: h["dev_metric"])["epoch"]
+        settings[f"choppy_{metric}"] = {**asdict(choppy_cfg), "epochs_run": len(history), "best_epoch": best_epoch}
         cuts["Choppy"], _ = predict(model, test[0], test[2], cfg.device)
         _, probabilities = predict(model, train[0][:3], train[2][:3], cfg.device)
         fig1[metric] = {"qids": [qids[i] for i in split["train"][:3]], "tables": train[1][:3].tolist(),
