@@ -54,7 +54,8 @@ def main() -> None:
              + (f" Random weights, same dimensions: {', '.join(replaced)}." if replaced else ""), "",
              "| " + " | ".join(columns) + " |", "|---|" + "---:|" * (len(columns) - 1)]
     for row in table.itertuples():
-        lines.append(f"| {row.model} | {row.docs_per_ms:.1f} | {row.train_steps_per_s:.2f} | {row.peak_memory_mb:.0f} |")
+        lines.append(f"| {row.model} | {row.docs_per_ms:.1f} | {row.train_steps_per_s:.2f} "
+                     f"| {row.peak_memory_mb:.0f} |")
     args.out.write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
 

@@ -484,8 +484,8 @@ if socialformer_active():
     for _variant in SOCIAL["curves"].values():
         if _variant not in RUNS or "model" not in RUNS[_variant]:
             raise ValueError(f"config: socialformer.curves names {_variant!r}, which is not a trained neural.runs entry")
-    _measures = [m for table in ("table1", "table2") for measures in socialformer_columns(table).values() for m in measures]
-    _measures.append(SOCIAL["fig6"]["measure"])
+    _measures = [SOCIAL["fig6"]["measure"]] + [measure for table in ("table1", "table2")
+                                               for measures in socialformer_columns(table).values() for measure in measures]
     for _measure in _measures:
         if _measure not in config["evaluation"]["measures"]:
             raise ValueError(f"config: socialformer uses measure {_measure!r}, which is not in evaluation.measures")
@@ -602,8 +602,8 @@ def _metric_ref(claim, ref):
         system = run_system(ref["run"]) + ("-full" if ref.get("task") == "full" else "")
         produced = dataset in run_datasets(ref["run"])
         if produced and split not in eval_splits(dataset, ref["run"]):
-            raise _claim_error(claim, f"run {ref['run']!r} is evaluated on {' and '.join(eval_splits(dataset, ref['run']))}, "
-                                      f"not {split!r}")
+            evaluated = " and ".join(eval_splits(dataset, ref["run"]))
+            raise _claim_error(claim, f"run {ref['run']!r} is evaluated on {evaluated}, not {split!r}")
     else:
         system = ref["system"]
         neural = {name for variant in RUNS for name in _run_system_names(variant)}

@@ -51,7 +51,8 @@ class TruncationConfig:
     device: str = "auto"
 
     def __post_init__(self) -> None:
-        if not (0 < self.test_fraction < 1 and 0 <= self.dev_fraction < 1 and self.test_fraction + self.dev_fraction < 1):
+        fractions = self.test_fraction + self.dev_fraction
+        if not (0 < self.test_fraction < 1 and 0 <= self.dev_fraction < 1 and fractions < 1):
             raise ValueError("test_fraction must be in (0, 1), dev_fraction in [0, 1), and they must sum below 1")
         if self.n < 1 or any(k < 1 for k in self.fixed_k):
             raise ValueError("n and every fixed k must be positive")
