@@ -9,10 +9,11 @@ import pytest
 import torch
 
 from rankstudy.efficiency import measure_models
-from rankstudy.models import build_model
+from rankstudy.models import MODELS, build_model
 from rankstudy.nn.block_sparse import SparseLayout, block_count, random_edges, sparse_attention
 from rankstudy.nn.study_encoder import StudyEncoderConfig, build_bert, wordpiece_tokenizer
 from test_block_sparse import dense_reference
+from test_longdoc_bert import SETTINGS as ENCODER_SETTINGS
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
 
@@ -28,8 +29,6 @@ def full_precision():
 
 VOCAB, DIM = 60, 16
 WORDS = [f"w{i}" for i in range(200)]
-ENCODER_PASSAGES = {"encoder_layers": 1, "passage_length": 8, "passage_stride": 6, "max_passages": 5}
-ENCODER_SPARSE = {"encoder_layers": 1, "max_length": 64, "window": 2, "attention_dropout": 0.0, "model": "sparse_bert"}
 SETTINGS = {
     "tk": {"layers": 1, "heads": 2, "ff_dim": 16},
     "tkl": {"layers": 1, "heads": 2, "ff_dim": 16},
@@ -40,13 +39,7 @@ SETTINGS = {
     "pacrr": {"max_query_length": 6, "max_doc_length": 40},
     "co_pacrr": {"max_query_length": 6, "max_doc_length": 40},
     "bert_cat": {"encoder_layers": 1},
-    "firstp": {"encoder_layers": 1, "passage_length": 8},
-    "maxp": ENCODER_PASSAGES,
-    "parade": ENCODER_PASSAGES,
-    "idcm": {**ENCODER_PASSAGES, "selected_passages": 2, "selector_dim": 16},
-    "longformer": {**ENCODER_SPARSE, "pattern": "longformer"},
-    "bigbird": {**ENCODER_SPARSE, "pattern": "bigbird", "random_keys": 3},
-    "qds": {**ENCODER_SPARSE, "pattern": "qds", "qds_block": 4, "qds_global_blocks": 1},
+    **ENCODER_SETTINGS,  # FirstP, MaxP, PARADE, IDCM, the Longformer/BigBird/QDS-style encoders
     "socialformer": {"passage_length": 16, "max_passages": 4,
                      "graph": {"max_nodes": 8, "max_circles": 2, "top_k": 6, "delta": 16}},
 }
@@ -69,7 +62,7 @@ def encoder(tmp_path_factory):
 
 def build(name, encoder):
     settings = dict(SETTINGS[name])
-    model_name = settings.pop("model", name)
+    model_name = name if name in MODELS else "sparse_bert"  # longformer, bigbird, qds: patterns of one model
     uses_encoder = model_name in ("bert_cat", "firstp", "maxp", "parade", "idcm", "sparse_bert", "socialformer")
     encoder_dir, encoder_vocab = encoder
     if uses_encoder:

@@ -165,12 +165,18 @@ class TK(nn.Module):
             return self.contextualize(query)
         return tuple(part[inverse] for part in self.contextualize(distinct))
 
-    # (2)-(5) ---------------------------------------------------------------------------
-    def kernel_features(self, query: torch.Tensor, document: torch.Tensor) -> dict[str, torch.Tensor]:
+    def _contextualize_pair(self, query: torch.Tensor, document: torch.Tensor):
+        """(q̂, q match mask, d̂, d token mask, d match mask): documents from ``document_position_offset``;
+        with ``oov_matches`` every real token matches."""
         q, q_tokens, q_match = self._contextualize_queries(query)
         d, d_tokens, d_match = self.contextualize(document, self.config.document_position_offset)
         if self.config.oov_matches:  # the published code: padding is the only token that matches nothing
             q_match, d_match = q_tokens, d_tokens
+        return q, q_match, d, d_tokens, d_match
+
+    # (2)-(5) ---------------------------------------------------------------------------
+    def kernel_features(self, query: torch.Tensor, document: torch.Tensor) -> dict[str, torch.Tensor]:
+        q, q_match, d, d_tokens, d_match = self._contextualize_pair(query, document)
         similarity, matches = cosine_matrix(q, d), match_mask(q_match, d_match)
         soft_tf = self.kernels(similarity, matches)  # [B, Lq, K]
         query_terms = q_match.unsqueeze(-1)
@@ -207,10 +213,7 @@ class TK(nn.Module):
         return parts
 
     def _windowed_score(self, query: torch.Tensor, document: torch.Tensor) -> torch.Tensor:
-        q, q_tokens, q_match = self._contextualize_queries(query)
-        d, d_tokens, d_match = self.contextualize(document, self.config.document_position_offset)
-        if self.config.oov_matches:
-            q_match, d_match = q_tokens, d_tokens
+        q, q_match, d, _, d_match = self._contextualize_pair(query, document)
         activations = self.kernels.activations(cosine_matrix(q, d), match_mask(q_match, d_match))  # [B,Lq,Ld,K]
         score = activations.new_zeros(activations.shape[0])
         for size_index, size in enumerate(self.config.window_sizes):

@@ -61,8 +61,8 @@ we depart from it:
   neighbours, so no window is scored twice), three times. Neighbours past the document's ends or
   without real tokens contribute 0 (the original clamped them to the first/last window, repeating
   its score; ``region_start: repeat`` does so before the first window, where running both side by
-  side showed the difference), and so do missing regions (fewer than three local maxima). The chosen windows share
-  no token; a region's span with its neighbours (``score_with_regions``) may overlap the next one
+  side showed the difference), and so do missing regions (fewer than three local maxima). The
+  chosen windows share no token; a region's span with its neighbours (``score_with_regions``) may overlap the next one
   by up to 2·2·s tokens.
 * Masking as TK: padding is no token; OOV (id 1) is a token (for l_w and the windows) that
   matches nothing, and OOV query terms are left out of the sum over i.

@@ -69,10 +69,10 @@ def split_queries(qids: Sequence[str], cfg: TruncationConfig, seed: int,
         return {part: np.array([position[q] for q in ids], dtype=int) for part, ids in given.items()}
     order = np.random.default_rng(seed).permutation(len(qids))
     n_test = max(1, round(cfg.test_fraction * len(qids)))
+    # dev_fraction 0: no dev set (an empty index); the models then train every epoch and keep the last
     n_dev = max(1, round(cfg.dev_fraction * len(qids))) if cfg.dev_fraction > 0 else 0
     if len(qids) - n_test - n_dev < 1:
         raise StudyError(f"{len(qids)} queries are too few to split into train, dev and test")
-    # no dev set (dev_fraction 0): an empty index; the models then train every epoch and keep the last
     return {"test": np.sort(order[:n_test]), "dev": np.sort(order[n_test:n_test + n_dev]),
             "train": np.sort(order[n_test + n_dev:])}
 
