@@ -193,7 +193,7 @@ def neural_systems():
         model = run_model(variant)
         for dataset in run_datasets(variant):
             if "ensemble" in spec:
-                pairs.append((dataset, f"{model}.{variant}.ens"))
+                pairs += [(dataset, f"{model}.{variant}.ens"), (dataset, f"{model}.{variant}.ens-full")]
                 continue
             for seed in run_seeds(variant):
                 pairs += [(dataset, f"{model}.{variant}.s{seed}"), (dataset, f"{model}.{variant}.s{seed}-full")]
@@ -208,7 +208,7 @@ def eval_splits(dataset, variant=None):
 
 
 def system_run(system):
-    """The neural.runs key in a metric-file system name (MODEL.RUN.sSEED[-full] or MODEL.RUN.ens)."""
+    """The neural.runs key in a metric-file system name (MODEL.RUN.sSEED[-full] or MODEL.RUN.ens[-full])."""
     return system.split(".")[-2]
 
 
@@ -287,9 +287,8 @@ def table2_rows():
                 rows.append({"run": "BM25", "model": None, "dataset": dataset, "rerank": "bm25", "full": "bm25",
                              "baseline": "bm25"})
             system = f"{run_model(variant)}.{variant}." + ("ens" if "ensemble" in spec else f"s{run_seeds(variant)[0]}")
-            full = None if "ensemble" in spec else f"{system}-full"
-            rows.append({"run": variant, "model": run_model(variant), "dataset": dataset, "rerank": system, "full": full,
-                         "baseline": "bm25"})
+            rows.append({"run": variant, "model": run_model(variant), "dataset": dataset, "rerank": system,
+                         "full": f"{system}-full", "baseline": "bm25"})
     return rows
 
 
@@ -597,8 +596,6 @@ def _metric_ref(claim, ref):
     if "run" in ref:
         if ref["run"] not in RUNS:
             raise _claim_error(claim, f"run {ref['run']!r} is not a key of neural.runs")
-        if ref.get("task") == "full" and "ensemble" in RUNS[ref["run"]]:
-            raise _claim_error(claim, f"run {ref['run']!r} is an ensemble: it has no full task")
         system = run_system(ref["run"]) + ("-full" if ref.get("task") == "full" else "")
         produced = dataset in run_datasets(ref["run"])
         if produced and split not in eval_splits(dataset, ref["run"]):
@@ -619,9 +616,8 @@ def _metric_ref(claim, ref):
 
 def _run_system_names(variant):
     """Every metric-file system name a neural run can have (any seed, both tasks)."""
-    if "ensemble" in RUNS[variant]:
-        return [f"{run_model(variant)}.{variant}.ens"]
-    return [f"{run_model(variant)}.{variant}.s{seed}{task}" for seed in run_seeds(variant) for task in ("", "-full")]
+    seeds = ["ens"] if "ensemble" in RUNS[variant] else [f"s{seed}" for seed in run_seeds(variant)]
+    return [f"{run_model(variant)}.{variant}.{seed}{task}" for seed in seeds for task in ("", "-full")]
 
 
 def _truncation_ref(claim, ref):

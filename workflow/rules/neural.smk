@@ -254,7 +254,7 @@ rule tune_depth:
     conda:
         "../../environment.yml"
     wildcard_constraints:
-        system=r"[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.s\d+",
+        system=r"[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.(s\d+|ens)",  # a seed or the seeds' ensemble
     params:
         measure=lambda wc: training_settings(wc.system.split(".")[1])["metric"],
         threshold=lambda wc: rel_threshold(wc.dataset, "dev"),
@@ -283,7 +283,7 @@ rule full_task:
     conda:
         "../../environment.yml"
     wildcard_constraints:
-        system=r"[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.s\d+",
+        system=r"[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.(s\d+|ens)",  # a seed or the seeds' ensemble
     params:
         depth=full_task_depth,
     resources:
