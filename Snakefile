@@ -53,7 +53,7 @@ rule all:
         rules.first_stage_table.output,
         neural_metrics(),
         rules.tk_table2.output if table2_rows() else [],
-        rules.tk_table3_4.output if TK_QUERIES else [],
+        rules.tk_table3_4.output if QUERY_TABLES else [],
         rules.tk_view.output if TK_QUERIES else [],
         # throughput belongs to a neural study: a local collection's BM25 config does not run it
         rules.efficiency.output if NEURAL["efficiency"]["models"] and neural_systems() else [],

@@ -164,6 +164,9 @@ def test_tk_lists_the_table2_runs_with_the_paper_settings(dry_runs):
     assert next(row for row in rows if row["run"] == "p3")["full"] == "tk.p3.ens-full"
     assert "runs/msmarco-passage/tk.p3.ens-full.test.run" in plan.outputs
     assert plan.one("tune_depth", "runs/msmarco-passage/tk.p3.ens.depth.json")
+    # Tables 3-4: best and worst queries of the passage run (p1) and the document run (d3)
+    tables = plan.one("tk_table3_4", "tk_table3_4.csv").shell
+    assert "msmarco-passage/tk.p1.s42.test.csv" in tables and "msmarco-document/tk-windowed.d3.s42.test.csv" in tables
 
     p1 = plan.one("train", "models/msmarco-passage/tk/p1/seed42/")
     assert p1.json_arg("--model-config") == {"layers": 2, "heads": 10, "ff_dim": 100, "train_embeddings": True,

@@ -79,10 +79,18 @@ def test_best_and_worst_queries(tmp_path):
     csv = metric_csv(tmp_path / "m.csv", "tk", "test", values)
     formats.write_queries(tmp_path / "q.tsv", {q: f"query {q}" for q in values})
     formats.write_qrels(tmp_path / "r.txt", {q: {"d1": 1, "d2": 2} for q in values})
-    table = best_worst_queries(csv, tmp_path / "q.tsv", tmp_path / "r.txt", tmp_path / "t34", count=2)
-    assert list(table["qid"]) == ["5", "1", "4", "2"]
-    assert list(table["table"]) == ["best", "best", "worst", "worst"]
+    documents = metric_csv(tmp_path / "d.csv", "tk-windowed", "test", {"1": 0.3, "2": 0.7, "3": 0.5})
+    table = best_worst_queries([csv, documents], [tmp_path / "q.tsv"] * 2, [tmp_path / "r.txt"] * 2,
+                               tmp_path / "t34", count=2)
+    # Table 3 from the first run, Table 4 from the second, each its own best and worst
+    assert list(table["qid"]) == ["5", "1", "4", "2", "2", "3", "1", "3"]
+    assert list(table["table"]) == ["best", "best", "worst", "worst"] * 2
+    assert list(table["paper table"]) == ["Table 3"] * 4 + ["Table 4"] * 4
+    assert list(table["system"].unique()) == ["tk", "tk-windowed"]
     assert table.loc[0, "query"] == "query 5" and table.loc[0, "relevant"] == 2
+    assert "Table 3: tk, Table 4: tk-windowed" in (tmp_path / "t34.md").read_text()
+    with pytest.raises(StudyError, match="one queries and one qrels file per metric CSV"):
+        best_worst_queries([csv, documents], [tmp_path / "q.tsv"], [tmp_path / "r.txt"] * 2, tmp_path / "x")
 
 
 def test_choose_query_prefers_a_flip_to_relevant():

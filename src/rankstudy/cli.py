@@ -210,7 +210,8 @@ def _tk_table2(args: argparse.Namespace) -> None:
 def _tk_queries(args: argparse.Namespace) -> None:
     from rankstudy.report.tk import best_worst_queries
 
-    best_worst_queries(args.metrics, args.queries, args.qrels, Path(args.out_prefix), args.count)
+    best_worst_queries(args.metrics, args.queries, args.qrels, Path(args.out_prefix), args.count,
+                       first_table=args.first_table)
 
 
 def _tk_view(args: argparse.Namespace) -> None:
@@ -535,10 +536,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(handler=_tk_table2)
 
     p = commands.add_parser("tk-queries", help="the TK paper's Tables 3-4: best and worst test queries")
-    p.add_argument("--metrics", required=True, help="metric CSV of one run on the test split")
-    p.add_argument("--queries", required=True)
-    p.add_argument("--qrels", required=True)
+    p.add_argument("--metrics", nargs="+", required=True, help="metric CSVs of the runs on the test split, one per table")
+    p.add_argument("--queries", nargs="+", required=True, help="each run's test queries")
+    p.add_argument("--qrels", nargs="+", required=True, help="each run's test qrels")
     p.add_argument("--count", type=int, default=5)
+    p.add_argument("--first-table", type=int, default=3, help="the paper's number of the first table")
     p.add_argument("--out-prefix", required=True)
     p.set_defaults(handler=_tk_queries)
 

@@ -304,8 +304,8 @@ for _variant in NEURAL.get("table2_runs", []):
 
 
 def _tk_queries_run():
-    """Tables 3-4 and the interpretability view use the first TK run of Table 2 (its first seed,
-    re-rank task); none when Table 2 has no TK run (a config without the TK paper)."""
+    """The interpretability view uses the first TK run of Table 2 (its first seed, re-rank task); none
+    when Table 2 has no TK run (a config without the TK paper)."""
     for variant in NEURAL.get("table2_runs", list(RUNS)):
         spec = RUNS[variant]
         if "ensemble" not in spec and "reuse" not in spec and NEURAL["models"][run_model(variant)]["model"] == "tk" \
@@ -327,6 +327,20 @@ def run_system(variant):
     """The system name of a run's first seed (or its ensemble), as in run and metric file names."""
     suffix = "ens" if "ensemble" in RUNS[variant] else f"s{run_seeds(variant)[0]}"
     return f"{run_model(variant)}.{variant}.{suffix}"
+
+
+def _query_tables():
+    """The TK paper's Tables 3-4: neural.query_tables' runs that are in Table 2 and evaluated somewhere,
+    each on its first dataset (first seed, re-rank task)."""
+    table2 = NEURAL.get("table2_runs", list(RUNS))
+    return [{"run": variant, "dataset": run_datasets(variant)[0], "system": run_system(variant)}
+            for variant in NEURAL.get("query_tables", []) if variant in table2 and run_datasets(variant)]
+
+
+for _variant in NEURAL.get("query_tables", []):
+    if _variant not in RUNS:
+        raise ValueError(f"config: neural.query_tables names {_variant!r}, which is not a key of neural.runs")
+QUERY_TABLES = _query_tables()
 
 
 # ---- long documents (TKL paper) -------------------------------------------------------------

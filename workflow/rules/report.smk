@@ -53,9 +53,9 @@ rule tk_table2:
 
 rule tk_table3_4:
     input:
-        metrics=lambda wc: f"results/metrics/{TK_QUERIES['dataset']}/{TK_QUERIES['system']}.test.csv",
-        queries=lambda wc: f"data/{TK_QUERIES['dataset']}/queries.test.tsv",
-        qrels=lambda wc: f"data/{TK_QUERIES['dataset']}/qrels.test.txt",
+        metrics=lambda wc: [f"results/metrics/{table['dataset']}/{table['system']}.test.csv" for table in QUERY_TABLES],
+        queries=lambda wc: [f"data/{table['dataset']}/queries.test.tsv" for table in QUERY_TABLES],
+        qrels=lambda wc: [f"data/{table['dataset']}/qrels.test.txt" for table in QUERY_TABLES],
     output:
         report("results/tables/tk_table3_4.csv", caption="../report/tk_table3_4.rst", category="3. TK"),
         "results/tables/tk_table3_4.md",
@@ -71,7 +71,7 @@ rule tk_table3_4:
         runtime=15,
     shell:
         "python -m rankstudy tk-queries --metrics {input.metrics} --queries {input.queries} --qrels {input.qrels}"
-        " --out-prefix {params.prefix} 2> {log}"
+        " --first-table 3 --out-prefix {params.prefix} 2> {log}"
 
 
 rule tk_view:

@@ -60,23 +60,33 @@ def table2(metric_csvs: Sequence[str | os.PathLike], rows: Sequence[Mapping[str,
     return table
 
 
-def best_worst_queries(metric_csv, queries_path, qrels_path, out_prefix, count: int = 5,
-                       measure: str = "AP") -> pd.DataFrame:
-    """TK paper Tables 3-4: the ``count`` best and worst test queries of a run by ``measure``."""
-    metrics = read_metrics([metric_csv])
-    per_query = metrics[(metrics["qid"] != ALL) & (metrics["measure"] == measure)].sort_values(
-        ["value", "qid"], ascending=[False, True])
-    if per_query.empty:
-        raise StudyError(f"{metric_csv}: no per-query {measure} values")
-    texts, qrels = read_queries(queries_path), read_qrels(qrels_path)
-    system = per_query["system"].iloc[0]
+def best_worst_queries(metric_csvs: Sequence, queries_paths: Sequence, qrels_paths: Sequence, out_prefix,
+                       count: int = 5, measure: str = "AP", first_table: int = 3) -> pd.DataFrame:
+    """TK paper Tables 3-4: the ``count`` best and worst test queries by ``measure`` of each run (one metric
+    CSV with its queries and qrels per table, numbered from ``first_table``: the notebook's Table 3 is the
+    passage run, Table 4 the document run)."""
+    if not len(metric_csvs) == len(queries_paths) == len(qrels_paths) > 0:
+        raise StudyError(f"best and worst queries: one queries and one qrels file per metric CSV, got "
+                         f"{len(metric_csvs)}, {len(queries_paths)}, {len(qrels_paths)}")
     parts = []
-    for label, chosen in (("best", per_query.head(count)), ("worst", per_query.tail(count).iloc[::-1])):
-        parts.append(pd.DataFrame({
-            "table": label, "qid": chosen["qid"].to_numpy(), measure: chosen["value"].to_numpy(),
-            "relevant": [sum(g > 0 for g in qrels.get(q, {}).values()) for q in chosen["qid"]],
-            "query": [texts.get(q, "") for q in chosen["qid"]],
-        }))
+    for number, (metric_csv, queries_path, qrels_path) in enumerate(zip(metric_csvs, queries_paths, qrels_paths),
+                                                                    start=first_table):
+        metrics = read_metrics([metric_csv])
+        per_query = metrics[(metrics["qid"] != ALL) & (metrics["measure"] == measure)].sort_values(
+            ["value", "qid"], ascending=[False, True])
+        if per_query.empty:
+            raise StudyError(f"{metric_csv}: no per-query {measure} values")
+        texts, qrels = read_queries(queries_path), read_qrels(qrels_path)
+        for label, chosen in (("best", per_query.head(count)), ("worst", per_query.tail(count).iloc[::-1])):
+            parts.append(pd.DataFrame({
+                "paper table": f"Table {number}", "dataset": chosen["dataset"].to_numpy(),
+                "system": chosen["system"].to_numpy(), "table": label, "qid": chosen["qid"].to_numpy(),
+                measure: chosen["value"].to_numpy(),
+                "relevant": [sum(g > 0 for g in qrels.get(q, {}).values()) for q in chosen["qid"]],
+                "query": [texts.get(q, "") for q in chosen["qid"]],
+            }))
     table = pd.concat(parts, ignore_index=True)
-    write_table(table, out_prefix, f"TK paper Tables 3-4: best and worst test queries of {system} by {measure}.")
+    systems = ", ".join(f"Table {number}: {system}" for number, system in
+                        enumerate(table["system"].drop_duplicates(), start=first_table))
+    write_table(table, out_prefix, f"TK paper Tables 3-4: best and worst test queries by {measure} ({systems}).")
     return table
