@@ -160,13 +160,17 @@ def test_tk_lists_the_table2_runs_with_the_paper_settings(dry_runs):
         assert f"runs/{run}.test.run" in plan.outputs, run
     rows = plan.of("tk_table2")[0].json_arg("--rows")
     assert [row["run"] for row in rows if row["run"] != "BM25"] == ["p1", "p2", "p3", "d1", "d2", "d3", "knrm", "conv_knrm"]
+    # p1 is the seed that validated best (the notebook's submitted run), chosen from the three seeds' logs
+    assert next(row for row in rows if row["run"] == "p1")["rerank"] == "tk.p1.best"
+    select = plan.one("select_seed", "runs/msmarco-passage/tk.p1.best.test.run").shell
+    assert all(f"models/msmarco-passage/tk/p1/seed{seed}/log.csv" in select for seed in (42, 43, 44))
     # the ensemble's full task: its own depth, tuned on dev like every run's
     assert next(row for row in rows if row["run"] == "p3")["full"] == "tk.p3.ens-full"
     assert "runs/msmarco-passage/tk.p3.ens-full.test.run" in plan.outputs
     assert plan.one("tune_depth", "runs/msmarco-passage/tk.p3.ens.depth.json")
     # Tables 3-4: best and worst queries of the passage run (p1) and the document run (d3)
     tables = plan.one("tk_table3_4", "tk_table3_4.csv").shell
-    assert "msmarco-passage/tk.p1.s42.test.csv" in tables and "msmarco-document/tk-windowed.d3.s42.test.csv" in tables
+    assert "msmarco-passage/tk.p1.best.test.csv" in tables and "msmarco-document/tk-windowed.d3.s42.test.csv" in tables
 
     p1 = plan.one("train", "models/msmarco-passage/tk/p1/seed42/")
     assert p1.json_arg("--model-config") == {"layers": 2, "heads": 10, "ff_dim": 100, "train_embeddings": True,

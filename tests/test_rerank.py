@@ -1,9 +1,10 @@
-"""Re-ranking: scoring candidates, re-ranking depth (apply and tune), ensembles, and their CLI commands."""
+"""Re-ranking: scoring candidates, re-ranking depth (apply and tune), ensembles, the best seed, and their CLI commands."""
 
 from __future__ import annotations
 
 import json
 
+import pandas as pd
 import pytest
 import torch
 from torch import nn
@@ -12,7 +13,7 @@ from helpers import FakeStore
 from rankstudy import cli
 from rankstudy.errors import StudyError
 from rankstudy.formats import read_run, write_qrels, write_run
-from rankstudy.rerank import ensemble, rerank_to_depth, score_candidates, tune_depth
+from rankstudy.rerank import best_validated, ensemble, rerank_to_depth, score_candidates, tune_depth
 from rankstudy.train.examples import read_groups, read_triples
 
 
@@ -118,6 +119,27 @@ def test_ensemble_averages_scores():
         ensemble([a, {"q1": [("x", 1.0)], "q2": [("z", 1.0)]}])
     with pytest.raises(StudyError, match="other queries"):
         ensemble([a, {"q1": a["q1"]}])
+
+
+def test_the_best_validated_seed(tmp_path):
+    logs = {"s1": "step,loss,metric,best\n250,0.9,0.20,0.20\n500,0.8,0.25,0.25\n750,0.7,0.24,0.25\n",
+            "s2": "step,loss,metric,best\n250,0.9,0.26,0.26\n500,0.8,0.22,0.26\n",
+            "s3": "step,loss,metric,best\n250,0.9,0.26,0.26\n"}
+    runs = []
+    for index, (name, text) in enumerate(logs.items()):
+        (tmp_path / f"{name}.csv").write_text(text)
+        write_run(tmp_path / f"{name}.run", {"q1": [("d1", float(index)), ("d2", 0.5)]}, name)
+        runs.append(str(tmp_path / f"{name}.run"))
+    # the peak counts, not the last validation; a tie goes to the first seed
+    args = ["select-seed", "--logs", *(str(tmp_path / f"{name}.csv") for name in logs), "--runs", *runs,
+            "--out", str(tmp_path / "best.run"), "--tag", "tk.p1.best"]
+    assert cli.main(args) == 0
+    assert read_run(tmp_path / "best.run") == {"q1": [("d1", 1.0), ("d2", 0.5)]}
+    assert "tk.p1.best" in (tmp_path / "best.run").read_text()
+    (tmp_path / "s3.csv").write_text("step,loss,metric,best\n250,0.9,,\n")
+    with pytest.raises(StudyError, match="s3.csv: no validation metric"):
+        best_validated([pd.read_csv(tmp_path / f"{name}.csv") for name in logs], [str(tmp_path / "s3.csv")] * 3)
+    assert cli.main(args[:-4] + ["--runs", *runs[:2], "--out", str(tmp_path / "x.run"), "--tag", "x"]) != 0
 
 
 def test_cli_commands(tmp_path):

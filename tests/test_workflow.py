@@ -77,9 +77,9 @@ def test_dry_run_lists_the_study_jobs(tmp_path):
         "train": 8 + 8 + 10, "export_encoder": 1,
         # TK runs: (p1 x 3, p2, d1, d2 x 3, d3, knrm, conv_knrm) x dev/test; TKL runs: 8 x dev/test;
         # Socialformer runs: 5 x dev/test, the 5 ablations on test only (splits: [test]), so they tune no depth;
-        # the ensemble p3 tunes its own depth for its full task
-        "rerank": 22 + 16 + 15, "tune_depth": 11 + 8 + 5 + 1, "full_task": 22 + 16 + 15 + 2, "ensemble": 2,
-        "evaluate": 18 + 46 + 32 + 30 + 2, "tk_table2": 1, "tk_table3_4": 1, "tk_view": 1, "efficiency": 1,
+        # the ensemble p3 and p1's best-validated seed tune their own depths for their full tasks
+        "rerank": 22 + 16 + 15, "tune_depth": 11 + 8 + 5 + 2, "full_task": 22 + 16 + 15 + 4, "ensemble": 2,
+        "select_seed": 2, "evaluate": 18 + 46 + 32 + 30 + 6, "tk_table2": 1, "tk_table3_4": 1, "tk_view": 1, "efficiency": 1,
         # TKL paper: Tables 1-2, the evidence table, Figs. 1-3 (Fig. 3 from TKL's regions)
         "tkl_table": 2, "tkl_evidence": 1, "tkl_fig1": 1, "tkl_fig2": 1, "tkl_regions": 1, "tkl_fig3": 1,
         # Socialformer paper: Tables 1-2, Figs. 4-6, learning curves
@@ -89,7 +89,7 @@ def test_dry_run_lists_the_study_jobs(tmp_path):
         "truncation": 2, "truncation_grid": 2, "choppy_table1": 1, "choppy_fig1": 1, "choppy_fig2": 1,
         # the claims scoreboard and the expected-results check (docs/claims.md)
         "claims": 1, "check_expected": 1,
-        "all": 1, "total": 371,
+        "all": 1, "total": 380,
     }
 
 
@@ -100,7 +100,7 @@ def test_the_extended_config_adds_the_rows_beyond_the_default(tmp_path):
     result = snakemake(work, "-n", "--cores", "2", "--configfile", "config/extended.yaml")
     assert result.returncode == 0, result.stderr
     counts = job_counts(result.stdout + result.stderr)
-    assert (counts["train"], counts["rerank"], counts["tune_depth"], counts["total"]) == (26 + 10, 53 + 20, 25 + 10, 471)
+    assert (counts["train"], counts["rerank"], counts["tune_depth"], counts["total"]) == (26 + 10, 53 + 20, 26 + 10, 480)
     for run in ("tk-500", "tkl-500", "conv_knrm-1k", "doc-matchpyramid", "doc-co_pacrr",
                 "sf-edge", "sf-idcm", "sf-longformer", "sf-bigbird", "sf-qds"):
         assert re.search(rf"models/synthetic-doc/[\w-]+/{run}/seed42/model.pt", result.stdout), run

@@ -167,6 +167,17 @@ def _ensemble(args: argparse.Namespace) -> None:
     write_run(args.out, ensemble([read_run(path) for path in args.runs]), args.tag)
 
 
+def _select_seed(args: argparse.Namespace) -> None:
+    from rankstudy.formats import read_run, write_run
+    from rankstudy.report.curves import read_log
+    from rankstudy.rerank import best_validated
+
+    if len(args.logs) != len(args.runs):
+        raise StudyError(f"select-seed: one run per training log, got {len(args.logs)} logs and {len(args.runs)} runs")
+    chosen = best_validated([read_log(path) for path in args.logs], args.logs)
+    write_run(args.out, read_run(args.runs[chosen]), args.tag)
+
+
 def _train(args: argparse.Namespace) -> None:
     from rankstudy.experiment import train_model
 
@@ -483,6 +494,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", required=True)
     p.add_argument("--tag", required=True)
     p.set_defaults(handler=_ensemble)
+
+    p = commands.add_parser("select-seed", help="the run of the seed whose training validated best")
+    p.add_argument("--logs", nargs="+", required=True, help="each seed's training log.csv")
+    p.add_argument("--runs", nargs="+", required=True, help="each seed's run, in the same order")
+    p.add_argument("--out", required=True)
+    p.add_argument("--tag", required=True)
+    p.set_defaults(handler=_select_seed)
 
     p = commands.add_parser("train", help="train a neural ranker (resumes from checkpoint.pt)")
     p.add_argument("--model", required=True, help="model name (tk, knrm, conv_knrm)")

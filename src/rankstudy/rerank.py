@@ -1,4 +1,4 @@
-"""Re-ranking first-stage candidates with a neural model; re-ranking depth; score ensembles."""
+"""Re-ranking first-stage candidates with a neural model; re-ranking depth; score ensembles; the best seed."""
 
 from __future__ import annotations
 
@@ -104,6 +104,20 @@ def tune_depth(first_stage_run: Mapping[str, Sequence[tuple[str, float]]],
     best = depths[max(range(len(depths)), key=lambda i: (values[i], -i))]
     log.info("best re-ranking depth for %s: %d (%.4f)", measure, best, max(values))
     return best, table
+
+
+def best_validated(logs: Sequence[pd.DataFrame], names: Sequence[str]) -> int:
+    """Index of the training log (``step``, ``metric`` per validation) whose validation metric peaked highest;
+    ties go to the first. The TK notebook submits the best validation run of several initialisations."""
+    best = []
+    for frame, name in zip(logs, names, strict=True):
+        metric = frame["metric"].dropna()
+        if metric.empty:
+            raise StudyError(f"{name}: no validation metric in the training log")
+        best.append(float(metric.max()))
+    chosen = int(np.argmax(best))
+    log.info("best validation metric per seed: %s -> %s", ", ".join(f"{value:.4f}" for value in best), names[chosen])
+    return chosen
 
 
 def ensemble(runs: Sequence[Mapping[str, Sequence[tuple[str, float]]]]) -> Run:

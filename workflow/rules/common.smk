@@ -195,8 +195,8 @@ def neural_systems():
             if "ensemble" in spec:
                 pairs += [(dataset, f"{model}.{variant}.ens"), (dataset, f"{model}.{variant}.ens-full")]
                 continue
-            for seed in run_seeds(variant):
-                pairs += [(dataset, f"{model}.{variant}.s{seed}"), (dataset, f"{model}.{variant}.s{seed}-full")]
+            seeds = [f"s{seed}" for seed in run_seeds(variant)] + (["best"] if selects_best_seed(variant) else [])
+            pairs += [(dataset, f"{model}.{variant}.{seed}{task}") for seed in seeds for task in ("", "-full")]
     return pairs
 
 
@@ -277,16 +277,15 @@ check_splits()
 
 
 def table2_rows():
-    """Table 2: BM25 per evaluated dataset, then the runs of neural.table2_runs (default: all; first seed)."""
+    """Table 2: BM25 per evaluated dataset, then the runs of neural.table2_runs (default: all; run_system)."""
     rows, datasets = [], []
     for variant in NEURAL.get("table2_runs", list(RUNS)):
-        spec = RUNS[variant]
         for dataset in run_datasets(variant):
             if dataset not in datasets:
                 datasets.append(dataset)
                 rows.append({"run": "BM25", "model": None, "dataset": dataset, "rerank": "bm25", "full": "bm25",
                              "baseline": "bm25"})
-            system = f"{run_model(variant)}.{variant}." + ("ens" if "ensemble" in spec else f"s{run_seeds(variant)[0]}")
+            system = run_system(variant)
             rows.append({"run": variant, "model": run_model(variant), "dataset": dataset, "rerank": system,
                          "full": f"{system}-full", "baseline": "bm25"})
     return rows
@@ -323,9 +322,15 @@ def example_kind(variant):
     return "groups" if training_settings(variant)["loss"] == "listwise" else "triples"
 
 
+def selects_best_seed(variant):
+    return RUNS[variant].get("select", "first_seed") == "best_validation"
+
+
 def run_system(variant):
-    """The system name of a run's first seed (or its ensemble), as in run and metric file names."""
-    suffix = "ens" if "ensemble" in RUNS[variant] else f"s{run_seeds(variant)[0]}"
+    """The system that stands for a run in tables and claims, as in run and metric file names: its ensemble,
+    its best-validated seed (select: best_validation) or its first seed."""
+    spec = RUNS[variant]
+    suffix = "ens" if "ensemble" in spec else "best" if selects_best_seed(variant) else f"s{run_seeds(variant)[0]}"
     return f"{run_model(variant)}.{variant}.{suffix}"
 
 
@@ -630,7 +635,8 @@ def _metric_ref(claim, ref):
 
 def _run_system_names(variant):
     """Every metric-file system name a neural run can have (any seed, both tasks)."""
-    seeds = ["ens"] if "ensemble" in RUNS[variant] else [f"s{seed}" for seed in run_seeds(variant)]
+    seeds = (["ens"] if "ensemble" in RUNS[variant] else
+             [f"s{seed}" for seed in run_seeds(variant)] + (["best"] if selects_best_seed(variant) else []))
     return [f"{run_model(variant)}.{variant}.{seed}{task}" for seed in seeds for task in ("", "-full")]
 
 

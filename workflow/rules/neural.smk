@@ -254,7 +254,7 @@ rule tune_depth:
     conda:
         "../../environment.yml"
     wildcard_constraints:
-        system=r"[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.(s\d+|ens)",  # a seed or the seeds' ensemble
+        system=r"[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.(s\d+|ens|best)",  # a seed, the seeds' ensemble or best seed
     params:
         measure=lambda wc: training_settings(wc.system.split(".")[1])["metric"],
         threshold=lambda wc: rel_threshold(wc.dataset, "dev"),
@@ -283,7 +283,7 @@ rule full_task:
     conda:
         "../../environment.yml"
     wildcard_constraints:
-        system=r"[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.(s\d+|ens)",  # a seed or the seeds' ensemble
+        system=r"[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.(s\d+|ens|best)",  # a seed, the seeds' ensemble or best seed
     params:
         depth=full_task_depth,
     resources:
@@ -292,6 +292,25 @@ rule full_task:
     shell:
         "python -m rankstudy apply-depth --first-stage {input.first_stage} --neural {input.neural}"
         " {params.depth} --out {output} --tag {wildcards.system}-full 2> {log}"
+
+
+rule select_seed:
+    """The seed whose training reached the best validation metric (the TK notebook's submitted run)."""
+    input:
+        logs=lambda wc: [f"{model_dir(wc.variant, seed)}/log.csv" for seed in run_seeds(wc.variant)],
+        runs=lambda wc: [f"runs/{wc.dataset}/{wc.model}.{wc.variant}.s{seed}.{wc.split}.run" for seed in run_seeds(wc.variant)],
+    output:
+        "runs/{dataset}/{model}.{variant}.best.{split}.run",
+    log:
+        "logs/rerank/{dataset}/{model}.{variant}.best.{split}.log",
+    conda:
+        "../../environment.yml"
+    resources:
+        mem_mb=1000,
+        runtime=15,
+    shell:
+        "python -m rankstudy select-seed --logs {input.logs} --runs {input.runs} --out {output}"
+        " --tag {wildcards.model}.{wildcards.variant}.best 2> {log}"
 
 
 rule ensemble:
