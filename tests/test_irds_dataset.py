@@ -121,3 +121,21 @@ def test_negative_grades_are_written_as_judged_non_relevant(tmp_path, caplog):
         irds.export("ds", {"docs": dataset_id, "splits": {"test": dataset_id}}, out)
     assert formats.read_qrels(out / "qrels.test.txt") == {"q1": {"d1": 2, "d2": 0}}
     assert "1 negative grades" in caplog.text
+
+
+def test_a_split_may_be_the_union_of_several_ids(tmp_path):
+    """Cross-validation folds: the training split of a fold is the union of the other folds' queries."""
+    first, _ = register(tmp_path / "a")
+    second, _ = register(tmp_path / "b", queries="q4\tfourth query\nq1\tfirst query\n", qrels="q4 0 d4 1\nq1 0 d5 1\n")
+    out = tmp_path / "data" / "cv"
+    irds.export("cv", {"docs": first, "splits": {"train": [first, second], "test": second}}, out)
+    assert formats.read_queries(out / "queries.train.tsv") == {
+        "q1": "first query", "q2": "second query", "q3": "never judged", "q4": "fourth query"}
+    assert formats.read_qrels(out / "qrels.train.txt") == {
+        "q1": {"d1": 2, "d3": 0, "d5": 1}, "q2": {"d2": 1}, "q4": {"d4": 1}}
+    assert formats.read_queries(out / "queries.test.tsv") == {"q4": "fourth query", "q1": "first query"}
+
+    clash, _ = register(tmp_path / "c", queries="q1\tanother text\n", qrels="q1 0 d1 1\n")
+    with pytest.raises(StudyError, match=r"query 'q1' has another text in"):
+        irds.export("cv", {"docs": first, "splits": {"train": [first, clash]}}, tmp_path / "data" / "bad")
+    assert not (tmp_path / "data" / "bad").exists()

@@ -136,7 +136,8 @@ def test_nothing_of_the_default_study_leaks_in(dry_runs, name):
     plan = dry_runs(name)
     assert "synthetic" not in plan.output
     datasets = {"tk": {"msmarco-passage", "msmarco-document"}, "tkl": {"msmarco-document"},
-                "socialformer": {"msmarco-document"}, "choppy": {"robust04"}}[name]
+                "socialformer": {"msmarco-document"},
+                "choppy": {"robust04", *(f"robust04-fold{fold}" for fold in range(1, 6))}}[name]
     assert {job.rule for job in plan.jobs if job.rule.startswith("dataset_")} == \
         {f"dataset_{dataset.replace('-', '_')}" for dataset in datasets}
     for job in plan.jobs:
@@ -254,12 +255,26 @@ def test_socialformer_lists_table1_the_ablations_and_the_figures(dry_runs):
 def test_choppy_lists_the_robust04_truncation_job(dry_runs):
     plan = dry_runs("choppy")
     counts = job_counts(plan.output)
-    assert counts == {"dataset_robust04": 1, "index": 1, "first_stage": 1, "evaluate": 1, "first_stage_table": 1,
-                      "truncation": 1, "truncation_grid": 1, "choppy_table1": 1, "choppy_fig1": 1, "choppy_fig2": 1,
-                      "claims": 1, "all": 1, "total": 12}  # claims: the Choppy paper's, on the Robust04 lists
+    # BM25's lists, and DRMM's by 5-fold cross-validation: one dataset, training and test run per fold
+    assert counts["train"] == counts["rerank"] == counts["examples"] == counts["store_collection"] == 5
+    assert counts["index"] == 6 and counts["embeddings"] == 1 and counts["merge_folds"] == 1
+    assert counts["truncation"] == counts["truncation_grid"] == 2
+    assert counts["choppy_table1"] == counts["claims"] == 1  # claims: the Choppy paper's, on both lists
+    assert "efficiency" not in counts and "tk_table2" not in counts
     assert "--hits 300" in plan.of("first_stage")[0].shell
-    job = plan.of("truncation")[0]
+    job = plan.one("truncation", "results/truncation/bm25/")
     assert job.fields["input"] == "runs/robust04/bm25.test.run, data/robust04/qrels.test.txt"
+    merge = plan.of("merge_folds")[0]
+    assert all(f"runs/robust04-fold{fold}/drmm.drmm-fold{fold}.s42.test.run" in merge.shell for fold in range(1, 6))
+    assert plan.one("truncation", "results/truncation/drmm/").fields["input"] == \
+        "runs/folds/drmm/test.run, runs/folds/drmm/qrels.test.txt"
+    fold3 = next(job for job in plan.jobs if job.rule == "dataset_robust04_fold3").json_arg("--config")["irds"]["splits"]
+    assert fold3["test"].endswith("/fold3") and fold3["dev"].endswith("/fold4")
+    assert sorted(name[-1] for name in fold3["train"]) == ["1", "2", "5"]
+    drmm = plan.one("train", "/drmm-fold2/")
+    assert "--embeddings text/w2v/embeddings.npy" in drmm.shell
+    assert "runs/robust04-fold2/drmm.drmm-fold2.s42.test.run" in plan.outputs
+    job = plan.one("truncation", "results/truncation/bm25/")
     settings = job.json_arg("--config")
     assert settings["n"] == 300 and settings["grid_d"] == [32, 64, 128, 256] and settings["grid_heads"] == [1, 2, 4, 8]
     # the paper's model, every other setting stated (none inherited from the CPU default's)

@@ -12,8 +12,9 @@ from torch import nn
 from helpers import FakeStore
 from rankstudy import cli
 from rankstudy.errors import StudyError
-from rankstudy.formats import read_run, write_qrels, write_run
-from rankstudy.rerank import best_validated, ensemble, rerank_to_depth, score_candidates, tune_depth
+from rankstudy.formats import read_qrels, read_run, write_qrels, write_run
+from rankstudy.rerank import (best_validated, ensemble, merge_disjoint, rerank_to_depth, score_candidates,
+                              tune_depth)
 from rankstudy.train.examples import read_groups, read_triples
 
 
@@ -140,6 +141,25 @@ def test_the_best_validated_seed(tmp_path):
     with pytest.raises(StudyError, match="s3.csv: no validation metric"):
         best_validated([pd.read_csv(tmp_path / f"{name}.csv") for name in logs], [str(tmp_path / "s3.csv")] * 3)
     assert cli.main(args[:-4] + ["--runs", *runs[:2], "--out", str(tmp_path / "x.run"), "--tag", "x"]) != 0
+
+
+def test_cross_validation_folds_merge_into_one_run(tmp_path):
+    folds = [({"q1": [("a", 2.0), ("b", 1.0)]}, {"q1": {"a": 1}}), ({"q2": [("c", 0.5)]}, {"q2": {"c": 0, "d": 2}})]
+    paths = []
+    for index, (run, qrels) in enumerate(folds):
+        write_run(tmp_path / f"f{index}.run", run, f"drmm{index}")
+        write_qrels(tmp_path / f"f{index}.qrels", qrels)
+        paths.append((str(tmp_path / f"f{index}.run"), str(tmp_path / f"f{index}.qrels")))
+    args = ["merge-folds", "--runs", *(run for run, _ in paths), "--qrels", *(qrels for _, qrels in paths),
+            "--out-run", str(tmp_path / "cv.run"), "--out-qrels", str(tmp_path / "cv.qrels"), "--tag", "drmm"]
+    assert cli.main(args) == 0
+    assert read_run(tmp_path / "cv.run") == {"q1": [("a", 2.0), ("b", 1.0)], "q2": [("c", 0.5)]}
+    assert read_qrels(tmp_path / "cv.qrels") == {"q1": {"a": 1}, "q2": {"c": 0, "d": 2}}
+    # a query in two folds is a wrong split, never silently merged
+    with pytest.raises(StudyError, match=r"f1.run: query 'q1' is also in .*f0.run"):
+        merge_disjoint([folds[0][0], folds[0][0]], [paths[0][0], paths[1][0]])
+    write_run(tmp_path / "f1.run", {"q1": [("a", 1.0)]}, "drmm1")
+    assert cli.main(args[:-2] + ["--tag", "x"]) != 0
 
 
 def test_cli_commands(tmp_path):

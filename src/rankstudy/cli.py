@@ -178,6 +178,18 @@ def _select_seed(args: argparse.Namespace) -> None:
     write_run(args.out, read_run(args.runs[chosen]), args.tag)
 
 
+def _merge_folds(args: argparse.Namespace) -> None:
+    from rankstudy.formats import read_qrels, read_run, write_qrels, write_run
+    from rankstudy.rerank import merge_disjoint
+
+    if len(args.runs) != len(args.qrels):
+        raise StudyError(f"merge-folds: one qrels file per run, got {len(args.runs)} runs and {len(args.qrels)} qrels")
+    run = merge_disjoint([read_run(path) for path in args.runs], args.runs)
+    qrels = merge_disjoint([read_qrels(path) for path in args.qrels], args.qrels)
+    write_qrels(args.out_qrels, qrels)
+    write_run(args.out_run, run, args.tag)
+
+
 def _train(args: argparse.Namespace) -> None:
     from rankstudy.experiment import train_model
 
@@ -501,6 +513,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", required=True)
     p.add_argument("--tag", required=True)
     p.set_defaults(handler=_select_seed)
+
+    p = commands.add_parser("merge-folds", help="one run and qrels from cross-validation folds' test runs")
+    p.add_argument("--runs", nargs="+", required=True, help="each fold's run (disjoint queries)")
+    p.add_argument("--qrels", nargs="+", required=True, help="each fold's qrels, in the same order")
+    p.add_argument("--out-run", required=True)
+    p.add_argument("--out-qrels", required=True)
+    p.add_argument("--tag", required=True)
+    p.set_defaults(handler=_merge_folds)
 
     p = commands.add_parser("train", help="train a neural ranker (resumes from checkpoint.pt)")
     p.add_argument("--model", required=True, help="model name (tk, knrm, conv_knrm)")

@@ -1,9 +1,10 @@
-"""Re-ranking first-stage candidates with a neural model; re-ranking depth; score ensembles; the best seed."""
+"""Re-ranking first-stage candidates with a neural model; re-ranking depth; score ensembles; the best seed;
+cross-validation folds merged."""
 
 from __future__ import annotations
 
 import logging
-from typing import Iterable, Iterator, Mapping, Sequence
+from typing import Any, Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -118,6 +119,19 @@ def best_validated(logs: Sequence[pd.DataFrame], names: Sequence[str]) -> int:
     chosen = int(np.argmax(best))
     log.info("best validation metric per seed: %s -> %s", ", ".join(f"{value:.4f}" for value in best), names[chosen])
     return chosen
+
+
+def merge_disjoint(parts: Sequence[Mapping[str, Any]], names: Sequence[str]) -> dict[str, Any]:
+    """One mapping qid -> value from parts with disjoint query ids (cross-validation folds' test runs or
+    qrels, named by ``names`` in errors)."""
+    merged: dict[str, Any] = {}
+    owner: dict[str, str] = {}
+    for part, name in zip(parts, names, strict=True):
+        for qid, value in part.items():
+            if qid in merged:
+                raise StudyError(f"{name}: query {qid!r} is also in {owner[qid]}: folds must not share queries")
+            merged[qid], owner[qid] = value, name
+    return merged
 
 
 def ensemble(runs: Sequence[Mapping[str, Sequence[tuple[str, float]]]]) -> Run:

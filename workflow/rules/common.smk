@@ -409,6 +409,8 @@ def truncation_inputs(name):
     if "run" in spec:
         return {"run": spec["run"], "qrels": spec["qrels"]}
     split = spec.get("split", "test")
+    if "folds" in spec:
+        return {"run": f"runs/folds/{name}/{split}.run", "qrels": f"runs/folds/{name}/qrels.{split}.txt"}
     return {"run": f"runs/{spec['dataset']}/{spec['system']}.{split}.run",
             "qrels": f"data/{spec['dataset']}/qrels.{split}.txt"}
 
@@ -416,7 +418,7 @@ def truncation_inputs(name):
 def truncation_names():
     """Run types whose inputs the study produces (workflow runs of its datasets) or files."""
     return [name for name, spec in TRUNCATION["runs"].items()
-            if "run" in spec or spec.get("dataset") in FIRST_STAGE["datasets"]]
+            if "run" in spec or all(part["dataset"] in FIRST_STAGE["datasets"] for part in spec.get("folds", [spec]))]
 
 
 def truncation_grid():

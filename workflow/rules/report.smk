@@ -125,6 +125,26 @@ rule efficiency:
         "python -m rankstudy efficiency --models {params.models:q} --setup {params.setup:q} --out {output} 2> {log}"
 
 
+rule merge_folds:
+    input:
+        runs=lambda wc: [f"runs/{part['dataset']}/{part['system']}.{wc.split}.run" for part in TRUNCATION["runs"][wc.name]["folds"]],
+        qrels=lambda wc: [f"data/{part['dataset']}/qrels.{wc.split}.txt" for part in TRUNCATION["runs"][wc.name]["folds"]],
+    output:
+        # a folder per merged run: no first-stage run (runs/DATASET/SYSTEM.SPLIT.run) can have its name
+        run="runs/folds/{name}/{split}.run",
+        qrels="runs/folds/{name}/qrels.{split}.txt",
+    log:
+        "logs/truncation/{name}.folds.{split}.log",
+    conda:
+        "../../environment.yml"
+    resources:
+        mem_mb=1000,
+        runtime=15,
+    shell:
+        "python -m rankstudy merge-folds --runs {input.runs} --qrels {input.qrels} --out-run {output.run}"
+        " --out-qrels {output.qrels} --tag {wildcards.name} 2> {log}"
+
+
 rule truncation:
     input:
         unpack(lambda wc: truncation_inputs(wc.name)),

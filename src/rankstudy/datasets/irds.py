@@ -8,6 +8,10 @@ Config (``datasets.<name>.irds``)::
       dev: msmarco-passage/dev/small
       test: msmarco-passage/trec-dl-2019/judged
 
+A split may list several ids; it is then their union (e.g. cross-validation folds: Robust04's
+``disks45/nocr/trec-robust-2004/fold1`` … ``fold5``, three of them to train on). A query in two of
+them must have the same text there; its qrels are merged.
+
 A record's text is its ``default_text()`` where its type has one, else its string fields other
 than the id joined by spaces; the writers replace tabs and line breaks (``clean_text``).
 Grades are the integer ``relevance`` of each qrel.
@@ -50,7 +54,7 @@ _ID = re.compile(r"^\S+$")
 @dataclasses.dataclass
 class IrdsConfig:
     docs: str
-    splits: dict[str, str]
+    splits: dict[str, str | list[str]]
 
 
 def _home() -> str:
@@ -142,6 +146,25 @@ def _split(name: str, split: str, dataset_id: str) -> tuple[dict[str, str], Qrel
     return queries, qrels
 
 
+def _union(name: str, split: str, dataset_ids: str | list[str]) -> tuple[dict[str, str], Qrels]:
+    """A split's queries and qrels from one ir_datasets id or the union of several."""
+    if isinstance(dataset_ids, str):
+        return _split(name, split, dataset_ids)
+    if not dataset_ids or not all(isinstance(dataset_id, str) for dataset_id in dataset_ids):
+        raise ConfigError(f"datasets.{name}.irds.splits.{split}: expected an ir_datasets id or a non-empty list of ids")
+    queries: dict[str, str] = {}
+    qrels: Qrels = {}
+    for dataset_id in dataset_ids:
+        part_queries, part_qrels = _split(name, split, dataset_id)
+        for qid, text in part_queries.items():
+            if queries.setdefault(qid, text) != text:
+                raise StudyError(f"datasets.{name}.irds.splits.{split}: query {qid!r} has another text in "
+                                 f"{dataset_id!r} than in an earlier id of the list")
+        for qid, judged in part_qrels.items():
+            qrels.setdefault(qid, {}).update(judged)
+    return queries, qrels
+
+
 def export(name: str, settings: Mapping[str, Any], out: Path) -> None:
     """Write the ir_datasets dataset described by ``settings`` into directory ``out``."""
     where = f"datasets.{name}.irds"
@@ -152,7 +175,7 @@ def export(name: str, settings: Mapping[str, Any], out: Path) -> None:
         if not isinstance(split, str) or not _SPLIT.match(split):
             raise ConfigError(f"{where}.splits: split names use letters, digits, '_' and '-'; got {split!r}")
     docs = _load(config.docs, ("docs",), f"{where}.docs")
-    splits = {split: _split(name, split, dataset_id) for split, dataset_id in config.splits.items()}
+    splits = {split: _union(name, split, dataset_ids) for split, dataset_ids in config.splits.items()}
 
     with atomic_path(out, directory=True) as tmp:
         for split, (queries, qrels) in splits.items():
