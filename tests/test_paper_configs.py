@@ -247,6 +247,10 @@ def test_socialformer_lists_table1_the_ablations_and_the_figures(dry_runs):
     assert edge["graph"]["partition"] == "edge"
     random = plan.one("train", "/sf-random/").json_arg("--model-config")
     assert random["graph"]["weights"] == {"random": 1.0}
+    # Longformer's 512 window; BigBird-ITC's blocks of 64 with 3 random blocks (192 keys) per query block
+    assert plan.one("train", "/sf-longformer/").json_arg("--model-config")["window"] == 256
+    bigbird = plan.one("train", "/sf-bigbird/").json_arg("--model-config")
+    assert (bigbird["pattern"], bigbird["window"], bigbird["random_keys"]) == ("bigbird", 64, 192)
     for variant, model in (("sf-firstp", "firstp"), ("sf-parade", "parade"), ("sf-longformer", "longformer")):
         assert f"runs/msmarco-document/{model}.{variant}.s42.test.run" in plan.outputs
     assert {job.resources.get("gpu") for job in plan.of("train") + plan.of("rerank")} == {"1"}
