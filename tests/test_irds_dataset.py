@@ -139,3 +139,37 @@ def test_a_split_may_be_the_union_of_several_ids(tmp_path):
     with pytest.raises(StudyError, match=r"query 'q1' has another text in"):
         irds.export("cv", {"docs": first, "splits": {"train": [first, clash]}}, tmp_path / "data" / "bad")
     assert not (tmp_path / "data" / "bad").exists()
+
+
+def register_scoreddocs(tmp_path, scoreddocs):
+    """A dataset that provides only candidate lists (TREC run format), like TREC DL's official top 1,000."""
+    from ir_datasets.datasets.base import Dataset
+    from ir_datasets.formats import TrecScoredDocs
+    from ir_datasets.util import LocalDownload
+
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    (tmp_path / "scoreddocs.txt").write_text(scoreddocs)
+    dataset_id = f"rankstudy-test/{uuid.uuid4().hex}"
+    ir_datasets.registry.register(dataset_id, Dataset(TrecScoredDocs(LocalDownload(tmp_path / "scoreddocs.txt"))))
+    return dataset_id
+
+
+def test_official_candidates_are_the_splits_own_lists(tmp_path, caplog):
+    from rankstudy import cli
+
+    first = register_scoreddocs(tmp_path / "a", "q1 Q0 d1 1 2.0 bm25\nq1 Q0 d2 2 3.0 bm25\nq1 Q0 d3 3 1.0 bm25\n"
+                                                "q9 Q0 d1 1 5.0 bm25\n")
+    second = register_scoreddocs(tmp_path / "b", "q2 Q0 d4 1 1.5 bm25\n")
+    (tmp_path / "q.tsv").write_text("q1\tfirst\nq2\tsecond\nq3\tthird\n")
+    args = ["official-candidates", "--ids", first, second, "--queries", str(tmp_path / "q.tsv"), "--hits", "2",
+            "--out", str(tmp_path / "official.run"), "--tag", "official"]
+    with caplog.at_level(logging.WARNING):
+        assert cli.main(args) == 0
+    # the top 2 by score of the split's queries (q9 is not one of them), from the union of the ids
+    assert formats.read_run(tmp_path / "official.run") == {"q1": [("d2", 3.0), ("d1", 2.0)], "q2": [("d4", 1.5)]}
+    assert "1 of 3 queries have no official candidates" in caplog.text
+    (tmp_path / "none.tsv").write_text("q7\tseventh\n")
+    assert cli.main(args[:4] + ["--queries", str(tmp_path / "none.tsv")] + args[6:]) != 0
+    assert irds.official_candidates(first, {"q1"}, 1) == {"q1": [("d2", 3.0)]}
+    with pytest.raises(StudyError, match="provides no scoreddocs"):
+        irds.official_candidates(register(tmp_path / "c")[0], {"q1"}, 10)

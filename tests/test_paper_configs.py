@@ -159,8 +159,19 @@ def test_tk_lists_the_table2_runs_with_the_paper_settings(dry_runs):
                 "msmarco-document/tk-windowed.d3.s42", "msmarco-passage/knrm.knrm.s42",
                 "msmarco-passage/conv_knrm.conv_knrm.s42"):
         assert f"runs/{run}.test.run" in plan.outputs, run
+    # TREC DL's re-ranking subtask: the official candidates (scoreddocs) of dev and test, depth tuned up to 1,000;
+    # training examples still come from BM25's train lists (the train split has no official ones)
+    official = plan.one("official_candidates", "runs/msmarco-passage/official.test.run").shell
+    assert "--ids msmarco-passage/trec-dl-2019/judged" in official and "--hits 1000" in official
+    assert counts["official_candidates"] == 4
+    rerank = plan.one("rerank", "runs/msmarco-passage/tk.p1.s42.test.run")
+    assert "runs/msmarco-passage/official.test.run" in rerank.fields["input"]
+    assert "--depths 10 1000 10" in plan.one("tune_depth", "tk.p1.s42.depth.json").shell
+    assert "runs/msmarco-passage/bm25.train.run" in plan.one("examples", "msmarco-passage").fields["input"]
     rows = plan.of("tk_table2")[0].json_arg("--rows")
-    assert [row["run"] for row in rows if row["run"] != "BM25"] == ["p1", "p2", "p3", "d1", "d2", "d3", "knrm", "conv_knrm"]
+    assert rows[0] == {"run": "official", "model": None, "dataset": "msmarco-passage", "rerank": "official",
+                       "full": "official", "baseline": "official"}
+    assert [row["run"] for row in rows if row["model"]] == ["p1", "p2", "p3", "d1", "d2", "d3", "knrm", "conv_knrm"]
     # p1 is the seed that validated best (the notebook's submitted run), chosen from the three seeds' logs
     assert next(row for row in rows if row["run"] == "p1")["rerank"] == "tk.p1.best"
     select = plan.one("select_seed", "runs/msmarco-passage/tk.p1.best.test.run").shell

@@ -72,6 +72,11 @@ def test_table2_rows_columns_and_significance(tmp_path):
     assert table.loc[1, "p vs BM25"] < 0.001 and pd.isna(table.loc[0, "p vs BM25"])
     assert table.loc[1, "docs/ms (CPU)"] == 0.5
     assert (tmp_path / "t2.md").read_text().startswith("TK paper Table 2")
+    # another first stage (official candidates) names the p column and the caption
+    official = [{**row, "run": "official"} if row["run"] == "BM25" else row for row in rows]
+    table = table2(csvs, official, tmp_path / "t2o", depth=1000)
+    assert table.loc[1, "p vs official"] < 0.001
+    assert "all top-1000 official candidates" in (tmp_path / "t2o.md").read_text()
 
 
 def test_best_and_worst_queries(tmp_path):

@@ -38,6 +38,14 @@ def _index(args: argparse.Namespace) -> None:
     )
 
 
+def _official_candidates(args: argparse.Namespace) -> None:
+    from rankstudy.datasets.irds import official_candidates
+    from rankstudy.formats import read_queries, write_run
+
+    run = official_candidates(args.ids, set(read_queries(args.queries)), args.hits)
+    write_run(args.out, run, args.tag)
+
+
 def _search(args: argparse.Namespace) -> None:
     from rankstudy.lucene import search
 
@@ -414,6 +422,15 @@ def build_parser() -> argparse.ArgumentParser:
                    help="allowed relative difference between index total terms and the collection estimate")
     p.add_argument("--timing", help="write Anserini vs pipeline wall times here (JSON)")
     p.set_defaults(handler=_index)
+
+    p = commands.add_parser("official-candidates",
+                            help="a split's own candidate lists (ir_datasets scoreddocs) as a first-stage run")
+    p.add_argument("--ids", nargs="+", required=True, help="the ir_datasets id(s) of the split")
+    p.add_argument("--queries", required=True, help="the split's exported queries (the run keeps these)")
+    p.add_argument("--hits", type=int, required=True)
+    p.add_argument("--out", required=True)
+    p.add_argument("--tag", required=True)
+    p.set_defaults(handler=_official_candidates)
 
     p = commands.add_parser("search", help="first-stage retrieval (BM25 or QL) with Anserini")
     p.add_argument("--index", required=True)

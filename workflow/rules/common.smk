@@ -41,12 +41,32 @@ def rel_threshold(name, split):
     return threshold.get(split, config["evaluation"]["rel_threshold"]) if isinstance(threshold, dict) else threshold
 
 
+# Lucene systems search the index; official ones are an irds split's own candidate lists (scoreddocs)
+LUCENE_SYSTEMS = [name for name, spec in SYSTEMS.items() if spec["model"] != "official"]
+OFFICIAL_SYSTEMS = [name for name, spec in SYSTEMS.items() if spec["model"] == "official"]
+
+
+def system_splits(system, dataset):
+    """The splits of a dataset a first-stage system runs on (its ``splits``, else all); official candidates
+    exist only for irds datasets."""
+    if system in OFFICIAL_SYSTEMS and DATASETS[dataset]["source"] != "irds":
+        return []
+    wanted = SYSTEMS[system].get("splits")
+    return [split for split in dataset_splits(dataset) if wanted is None or split in wanted]
+
+
+def irds_split_ids(dataset, split):
+    """The ir_datasets id(s) of an irds dataset's split."""
+    ids = DATASETS[dataset]["irds"]["splits"][split]
+    return [ids] if isinstance(ids, str) else ids
+
+
 def first_stage_metrics():
     return [
         f"results/metrics/{dataset}/{system}.{split}.csv"
         for dataset in FIRST_STAGE["datasets"]
         for system in SYSTEMS
-        for split in dataset_splits(dataset)
+        for split in system_splits(system, dataset)
     ]
 
 
@@ -70,6 +90,11 @@ for _emb, _spec in EMBEDDINGS.items():
                              "which is not a key of datasets")
 ENCODERS = NEURAL["encoders"]
 RUNS = NEURAL["runs"]
+# the first-stage system whose candidates the runs re-rank (training examples come from bm25's train lists)
+RERANK_FROM = NEURAL["rerank"]["first_stage"]
+if RERANK_FROM not in SYSTEMS:
+    raise ValueError(f"config: neural.rerank.first_stage names {RERANK_FROM!r}, which is not a first_stage system "
+                     f"({', '.join(SYSTEMS)})")
 
 
 def encoder_location(name):
@@ -267,6 +292,10 @@ def check_splits():
         for dataset in run_datasets(variant):
             if "test" not in dataset_splits(dataset):
                 raise ValueError(f"config: neural.runs.{variant} evaluates dataset {dataset!r}, which has no 'test' split")
+            uncovered = [split for split in eval_splits(dataset, variant) if split not in system_splits(RERANK_FROM, dataset)]
+            if uncovered:
+                raise ValueError(f"config: neural.runs.{variant} re-ranks {RERANK_FROM!r} candidates, which {dataset!r} "
+                                 f"has no {' or '.join(uncovered)} lists of (neural.rerank.first_stage)")
             if "dev" not in eval_splits(dataset, variant) and "ensemble" not in spec and "rerank_depth" not in spec:
                 raise ValueError(
                     f"config: neural.runs.{variant} is not evaluated on a 'dev' split of {dataset!r} to tune "
@@ -276,6 +305,11 @@ def check_splits():
 check_splits()
 
 
+def first_stage_label(system):
+    """A first-stage system as the tables name it: BM25, QL, or the config's name (official candidates)."""
+    return {"bm25": "BM25", "ql": "QL"}.get(SYSTEMS[system]["model"], system) if system in SYSTEMS else system
+
+
 def table2_rows():
     """Table 2: BM25 per evaluated dataset, then the runs of neural.table2_runs (default: all; run_system)."""
     rows, datasets = [], []
@@ -283,18 +317,18 @@ def table2_rows():
         for dataset in run_datasets(variant):
             if dataset not in datasets:
                 datasets.append(dataset)
-                rows.append({"run": "BM25", "model": None, "dataset": dataset, "rerank": "bm25", "full": "bm25",
-                             "baseline": "bm25"})
+                rows.append({"run": first_stage_label(RERANK_FROM), "model": None, "dataset": dataset,
+                             "rerank": RERANK_FROM, "full": RERANK_FROM, "baseline": RERANK_FROM})
             system = run_system(variant)
             rows.append({"run": variant, "model": run_model(variant), "dataset": dataset, "rerank": system,
-                         "full": f"{system}-full", "baseline": "bm25"})
+                         "full": f"{system}-full", "baseline": RERANK_FROM})
     return rows
 
 
 def table2_metrics():
     return sorted({f"results/metrics/{row['dataset']}/{system}.{split}.csv" for row in table2_rows()
                    for system in (row["rerank"], row["full"]) if system
-                   for split in eval_splits(row["dataset"], None if system == "bm25" else system_run(system))})
+                   for split in eval_splits(row["dataset"], None if system == RERANK_FROM else system_run(system))})
 
 
 for _variant in NEURAL.get("table2_runs", []):

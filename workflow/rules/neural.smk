@@ -155,7 +155,7 @@ rule train:
         train_queries=lambda wc: f"text/{run_embeddings(wc.variant)}/{wc.dataset}/queries.train",
         documents=lambda wc: f"text/{run_embeddings(wc.variant)}/{wc.dataset}/collection",
         dev_queries=lambda wc: f"text/{run_embeddings(wc.variant)}/{wc.dataset}/queries.dev",
-        dev_run="runs/{dataset}/bm25.dev.run",
+        dev_run=f"runs/{{dataset}}/{RERANK_FROM}.dev.run",
         dev_qrels="data/{dataset}/qrels.dev.txt",
         encoder=lambda wc: encoder_input(wc.variant, wc.seed),
     output:
@@ -210,7 +210,7 @@ rule rerank:
         embeddings=lambda wc: f"text/{run_embeddings(wc.variant)}/embeddings.npy",
         queries=lambda wc: f"text/{run_embeddings(wc.variant)}/{wc.dataset}/queries.{wc.split}",
         documents=lambda wc: f"text/{run_embeddings(wc.variant)}/{wc.dataset}/collection",
-        candidates="runs/{dataset}/bm25.{split}.run",
+        candidates=f"runs/{{dataset}}/{RERANK_FROM}.{{split}}.run",
         encoder=lambda wc: encoder_input(wc.variant, wc.seed),
     output:
         "runs/{dataset}/{model}.{variant}.s{seed}.{split}.run",
@@ -244,7 +244,7 @@ rule rerank:
 
 rule tune_depth:
     input:
-        first_stage="runs/{dataset}/bm25.dev.run",
+        first_stage=f"runs/{{dataset}}/{RERANK_FROM}.dev.run",
         neural="runs/{dataset}/{system}.dev.run",
         qrels="data/{dataset}/qrels.dev.txt",
     output:
@@ -270,7 +270,7 @@ rule tune_depth:
 
 rule full_task:
     input:
-        first_stage="runs/{dataset}/bm25.{split}.run",
+        first_stage=f"runs/{{dataset}}/{RERANK_FROM}.{{split}}.run",
         neural="runs/{dataset}/{system}.{split}.run",
         # not evaluated on dev (a test-only collection, or splits: [test]): the run's fixed rerank_depth
         # (common.smk check_splits)

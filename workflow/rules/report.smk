@@ -82,7 +82,7 @@ rule tk_view:
         collection=lambda wc: f"data/{TK_QUERIES['dataset']}/collection.tsv",
         queries=lambda wc: f"data/{TK_QUERIES['dataset']}/queries.test.tsv",
         qrels=lambda wc: f"data/{TK_QUERIES['dataset']}/qrels.test.txt",
-        first_stage=lambda wc: f"runs/{TK_QUERIES['dataset']}/bm25.test.run",
+        first_stage=lambda wc: f"runs/{TK_QUERIES['dataset']}/{RERANK_FROM}.test.run",
         neural=lambda wc: f"runs/{TK_QUERIES['dataset']}/{TK_QUERIES['system']}.test.run",
     output:
         report("results/tk_view.html", caption="../report/tk_view.rst", category="3. TK"),

@@ -186,3 +186,22 @@ def export(name: str, settings: Mapping[str, Any], out: Path) -> None:
         if not count:
             raise StudyError(f"{where}.docs: {config.docs!r} provided no documents")
         log.info("%s: %d documents from %s", name, count, config.docs)
+
+
+def official_candidates(dataset_ids: str | list[str], qids: set[str], hits: int) -> dict[str, list[tuple[str, float]]]:
+    """A split's own candidate lists (ir_datasets ``scoreddocs``, e.g. TREC DL's official top 1,000): the
+    top ``hits`` of each query in ``qids`` by score (ties in file order), from one id or the union of several.
+    A query of ``qids`` without candidates gets an empty list (logged)."""
+    ids = [dataset_ids] if isinstance(dataset_ids, str) else list(dataset_ids)
+    run: dict[str, list[tuple[str, float]]] = {qid: [] for qid in qids}
+    for dataset_id in ids:
+        dataset = _load(dataset_id, ("scoreddocs",), f"official candidates of {dataset_id!r}")
+        for record in _records(dataset, dataset_id, "scoreddocs"):
+            if record.query_id in run:
+                run[record.query_id].append((_checked_id(record.doc_id, "doc_id", dataset_id), float(record.score)))
+    missing = sorted(qid for qid, ranking in run.items() if not ranking)
+    if len(missing) == len(run):
+        raise StudyError(f"{', '.join(ids)}: no scoreddocs for any of the split's {len(run)} queries")
+    if missing:
+        log.warning("%d of %d queries have no official candidates (e.g. %s)", len(missing), len(run), missing[0])
+    return {qid: sorted(ranking, key=lambda item: -item[1])[:hits] for qid, ranking in run.items()}
