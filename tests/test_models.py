@@ -209,3 +209,27 @@ def test_published_oov_matching():
         assert published.kernel_features(query, document)["match_mask"].all()
         assert not default.kernel_features(query, document)["match_mask"][0, 2].any()
         assert not torch.allclose(published(query, document), default(query, document))
+
+
+def test_heads_of_their_own_size():
+    """head_size: heads project to their own width (the notebook's 16 heads of 32 over 300-d vectors); with
+    heads x head_size = dim and the same weights it is PyTorch's layer."""
+    from rankstudy.nn.transformer import ProjectedSelfAttention, encoder_layer_forward
+
+    torch.manual_seed(0)
+    layer = torch.nn.TransformerEncoderLayer(8, 2, dim_feedforward=16, dropout=0.0, batch_first=True).eval()
+    x, padding = torch.randn(3, 5, 8), torch.tensor([[False] * 5, [False] * 3 + [True] * 2, [False] * 5])
+    expected = layer(x, src_key_padding_mask=padding)
+    projected = ProjectedSelfAttention(8, 2, 4)
+    projected.load_state_dict({key: value for key, value in layer.self_attn.state_dict().items()})
+    layer.self_attn = projected
+    assert torch.allclose(encoder_layer_forward(layer, x, padding)[~padding], expected[~padding], atol=1e-5)
+
+    model = TK(TKConfig(heads=3, head_size=5, layers=2, ff_dim=16), random_embeddings())  # 16-d vectors, 3 heads
+    attention = model.contextualizer.layers[0].self_attn
+    assert attention.in_proj_weight.shape == (3 * 3 * 5, 16) and attention.out_proj.weight.shape == (16, 15)
+    scores = model(torch.tensor([[5, 9, 12]] * 2), torch.tensor([[20, 21, 9, 30, 5], [7, 9, 0, 0, 0]]))
+    scores.sum().backward()
+    assert scores.shape == (2,) and attention.in_proj_weight.grad.abs().sum() > 0
+    with pytest.raises(ValueError, match="not divisible by 3 heads"):
+        TK(TKConfig(heads=3, layers=1, ff_dim=16), random_embeddings())

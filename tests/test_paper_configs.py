@@ -185,13 +185,13 @@ def test_tk_lists_the_table2_runs_with_the_paper_settings(dry_runs):
     assert "msmarco-passage/tk.p1.best.test.csv" in tables and "msmarco-document/tk-windowed.d3.s42.test.csv" in tables
 
     p1 = plan.one("train", "models/msmarco-passage/tk/p1/seed42/")
-    assert p1.json_arg("--model-config") == {"layers": 2, "heads": 10, "ff_dim": 100, "train_embeddings": True,
+    assert p1.json_arg("--model-config") == {"layers": 2, "heads": 16, "head_size": 32, "ff_dim": 100, "train_embeddings": True,
                                                "document_position_offset": 500}  # the published code
     training = p1.json_arg("--train-config")
-    assert training["device"] == "cuda" and training["batch_size"] == 32 and training["max_doc_length"] == 200
+    assert training["device"] == "cuda" and training["batch_size"] == 64 and training["max_doc_length"] == 200
     assert training["learning_rates"] == {"embeddings": 1e-4, "contextualizer": 1e-4, "default": 1e-3}
     d3 = plan.one("train", "/d3/").json_arg("--train-config")
-    assert (d3["max_doc_length"], d3["batch_size"], d3["max_steps"]) == (800, 32, 200_000)
+    assert (d3["max_doc_length"], d3["batch_size"], d3["max_steps"]) == (800, 64, 200_000)
     assert "--embeddings text/fasttext-doc/embeddings.npy" in plan.one("train", "/d3/").shell  # the notebook's fastText
     # the documents' vocabulary, trained on the passages (the `corpus` key)
     fasttext_doc = plan.one("embeddings", "text/fasttext-doc/").shell

@@ -25,6 +25,9 @@ Deliberate choices, following the original code (matchmaker ``TK_v1``) where the
 * Positions: queries and documents read the same sinusoid table from position 0, as the paper.
   The published code (matchmaker's ``use_diff_posencoding``) starts document positions at 500:
   ``document_position_offset: 500`` gives it (docs/fidelity.md says which config uses which).
+* Heads split the embedding width (PyTorch's layer) unless ``head_size`` is set: the notebook's 16
+  heads of 32 over 300-d vectors project queries, keys and values to 16 × 32 and back
+  (``nn.transformer.ProjectedSelfAttention``, AllenNLP's multi-head self-attention; paper config).
 * The transformer is PyTorch's ``TransformerEncoder`` (post-norm, ReLU, batch-first) run through
   ``nn.transformer.encoder_forward`` (fused scaled-dot-product attention). At inference, distinct
   queries of a batch are contextualised once and shared (re-ranking scores one query against
@@ -49,7 +52,7 @@ from torch import nn
 
 from rankstudy.nn.embedding import pretrained_embedding, sinusoidal_positions
 from rankstudy.nn.kernels import KernelPooling, cosine_matrix, default_mus, log_soft_tf, match_mask, token_masks
-from rankstudy.nn.transformer import encoder_forward
+from rankstudy.nn.transformer import ProjectedSelfAttention, encoder_forward
 
 
 @dataclass
@@ -58,6 +61,9 @@ class ContextualizerConfig:
 
     layers: int = 2
     heads: int = 10
+    # None: the heads split the embedding width (PyTorch's layer); else each head projects to head_size
+    # (the TK notebook: 16 heads of 32 over 300-d vectors; nn.transformer.ProjectedSelfAttention)
+    head_size: int | None = None
     ff_dim: int = 100
     dropout: float = 0.0
     kernels_mu: list[float] = field(default_factory=default_mus)
@@ -71,8 +77,8 @@ class ContextualizerConfig:
             raise ValueError("kernels_mu and kernels_sigma need the same (non-zero) length")
         if any(sigma <= 0 for sigma in self.kernels_sigma):
             raise ValueError("kernels_sigma must be positive")
-        if self.layers < 1 or self.heads < 1 or self.ff_dim < 1:
-            raise ValueError("layers, heads and ff_dim must be positive")
+        if self.layers < 1 or self.heads < 1 or self.ff_dim < 1 or (self.head_size is not None and self.head_size < 1):
+            raise ValueError("layers, heads, head_size and ff_dim must be positive")
         if not 0.0 <= self.dropout < 1.0:
             raise ValueError("dropout must be in [0, 1)")
 
@@ -112,10 +118,14 @@ def build_contextualizer(model: nn.Module, config: ContextualizerConfig, embeddi
     parameters of (1) and (2)), in this order: the order draws the initial weights from the seed."""
     model.embedding = pretrained_embedding(embeddings, config.train_embeddings)
     dim = model.embedding.embedding_dim
-    if dim % config.heads:
-        raise ValueError(f"embedding dim {dim} is not divisible by {config.heads} heads")
-    layer = nn.TransformerEncoderLayer(dim, config.heads, dim_feedforward=config.ff_dim,
+    projected = config.head_size is not None and config.head_size * config.heads != dim
+    if dim % config.heads and not projected:
+        raise ValueError(f"embedding dim {dim} is not divisible by {config.heads} heads (or set head_size)")
+    # PyTorch's layer wants dim % heads == 0 even when its attention is replaced below
+    layer = nn.TransformerEncoderLayer(dim, config.heads if not projected else 1, dim_feedforward=config.ff_dim,
                                        dropout=config.dropout, batch_first=True)
+    if projected:
+        layer.self_attn = ProjectedSelfAttention(dim, config.heads, config.head_size, config.dropout)
     # parameters of PyTorch's layer; the forward pass is nn.transformer.encoder_forward
     model.contextualizer = nn.TransformerEncoder(layer, config.layers, enable_nested_tensor=False)
     model.register_buffer("positions", sinusoidal_positions(max_length, dim), persistent=False)
