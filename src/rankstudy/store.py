@@ -210,7 +210,10 @@ def collection_idf(store, size: int | None = None, chunk_tokens: int = 1 << 22) 
         last = min(count, max(last, first + 1))
         chunk = np.asarray(tokens[offsets[first]:offsets[last]], dtype=np.int64)
         text = np.repeat(np.arange(last - first, dtype=np.int64), np.diff(offsets[first:last + 1]))
-        pairs = np.unique(text * size + chunk)
+        # distinct (text, id) keys by sorting: NumPy 2's hash-based np.unique took 4-13 s per 4M-token chunk
+        # here, a sort 0.2 s (a TKL or Socialformer job paid it in every training and re-ranking job)
+        keys = np.sort(text * size + chunk)
+        pairs = keys[np.concatenate(([True], keys[1:] != keys[:-1]))] if keys.size else keys
         df += np.bincount(pairs % size, minlength=size)
         first = last
     idf = np.log(max(count, 1) / np.maximum(df, 1)).astype(np.float32)
