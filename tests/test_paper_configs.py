@@ -258,6 +258,14 @@ def test_socialformer_lists_table1_the_ablations_and_the_figures(dry_runs):
     assert edge["graph"]["partition"] == "edge"
     random = plan.one("train", "/sf-random/").json_arg("--model-config")
     assert random["graph"]["weights"] == {"random": 1.0}
+    # the paper re-ranks ANCE's top 100: pyserini's dense retrieval (index once, search dev and test)
+    dense = plan.one("dense_index", "index/msmarco-document.ance").json_arg("--config")
+    assert dense == {"batch_size": 64, "encoder": "data/pretrained/ance-msmarco-doc-firstp", "kind": "ance",
+                     "max_length": 512}
+    assert {job.outputs[0] for job in plan.of("dense_search")} == \
+        {"runs/msmarco-document/ance.dev.run", "runs/msmarco-document/ance.test.run"}
+    rerank = plan.one("rerank", "runs/msmarco-document/socialformer.sf-node.s42.test.run")
+    assert "runs/msmarco-document/ance.test.run" in rerank.fields["input"]
     # Longformer's 512 window; BigBird-ITC's blocks of 64 with 3 random blocks (192 keys) per query block
     assert plan.one("train", "/sf-longformer/").json_arg("--model-config")["window"] == 256
     bigbird = plan.one("train", "/sf-bigbird/").json_arg("--model-config")

