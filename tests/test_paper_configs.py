@@ -185,7 +185,8 @@ def test_tk_lists_the_table2_runs_with_the_paper_settings(dry_runs):
     assert "msmarco-passage/tk.p1.best.test.csv" in tables and "msmarco-document/tk-windowed.d3.s42.test.csv" in tables
 
     p1 = plan.one("train", "models/msmarco-passage/tk/p1/seed42/")
-    assert p1.json_arg("--model-config") == {"layers": 2, "heads": 16, "head_size": 32, "ff_dim": 100, "train_embeddings": True,
+    assert p1.json_arg("--model-config") == {"layers": 2, "heads": 16, "head_size": 32, "ff_dim": 100,
+                                               "train_embeddings": True,
                                                "document_position_offset": 500}  # the published code
     training = p1.json_arg("--train-config")
     assert training["device"] == "cuda" and training["batch_size"] == 64 and training["max_doc_length"] == 200
@@ -291,7 +292,8 @@ def test_choppy_lists_the_robust04_truncation_job(dry_runs):
     assert all(f"runs/robust04-fold{fold}/drmm.drmm-fold{fold}.s42.test.run" in merge.shell for fold in range(1, 6))
     assert plan.one("truncation", "results/truncation/drmm/").fields["input"] == \
         "runs/folds/drmm/test.run, runs/folds/drmm/qrels.test.txt"
-    fold3 = next(job for job in plan.jobs if job.rule == "dataset_robust04_fold3").json_arg("--config")["irds"]["splits"]
+    fold3 = next(job for job in plan.jobs if job.rule == "dataset_robust04_fold3")
+    fold3 = fold3.json_arg("--config")["irds"]["splits"]
     assert fold3["test"].endswith("/fold3") and fold3["dev"].endswith("/fold4")
     assert sorted(name[-1] for name in fold3["train"]) == ["1", "2", "5"]
     drmm = plan.one("train", "/drmm-fold2/")

@@ -1,4 +1,5 @@
-"""Re-ranking: scoring candidates, re-ranking depth (apply and tune), ensembles, the best seed, and their CLI commands."""
+"""Re-ranking: scoring candidates, re-ranking depth (apply and tune), ensembles, the best seed, merged folds,
+and their CLI commands."""
 
 from __future__ import annotations
 

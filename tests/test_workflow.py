@@ -79,7 +79,8 @@ def test_dry_run_lists_the_study_jobs(tmp_path):
         # Socialformer runs: 5 x dev/test, the 5 ablations on test only (splits: [test]), so they tune no depth;
         # the ensemble p3 and p1's best-validated seed tune their own depths for their full tasks
         "rerank": 22 + 16 + 15, "tune_depth": 11 + 8 + 5 + 2, "full_task": 22 + 16 + 15 + 4, "ensemble": 2,
-        "select_seed": 2, "evaluate": 18 + 46 + 32 + 30 + 6, "tk_table2": 1, "tk_table3_4": 1, "tk_view": 1, "efficiency": 1,
+        "select_seed": 2, "evaluate": 18 + 46 + 32 + 30 + 6,
+        "tk_table2": 1, "tk_table3_4": 1, "tk_view": 1, "efficiency": 1,
         # TKL paper: Tables 1-2, the evidence table, Figs. 1-3 (Fig. 3 from TKL's regions)
         "tkl_table": 2, "tkl_evidence": 1, "tkl_fig1": 1, "tkl_fig2": 1, "tkl_regions": 1, "tkl_fig3": 1,
         # Socialformer paper: Tables 1-2, Figs. 4-6, learning curves
@@ -100,7 +101,8 @@ def test_the_extended_config_adds_the_rows_beyond_the_default(tmp_path):
     result = snakemake(work, "-n", "--cores", "2", "--configfile", "config/extended.yaml")
     assert result.returncode == 0, result.stderr
     counts = job_counts(result.stdout + result.stderr)
-    assert (counts["train"], counts["rerank"], counts["tune_depth"], counts["total"]) == (26 + 10, 53 + 20, 26 + 10, 480)
+    assert (counts["train"], counts["rerank"], counts["tune_depth"], counts["total"]) == \
+        (26 + 10, 53 + 20, 26 + 10, 480)
     for run in ("tk-500", "tkl-500", "conv_knrm-1k", "doc-matchpyramid", "doc-co_pacrr",
                 "sf-edge", "sf-idcm", "sf-longformer", "sf-bigbird", "sf-qds"):
         assert re.search(rf"models/synthetic-doc/[\w-]+/{run}/seed42/model.pt", result.stdout), run

@@ -636,7 +636,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(handler=_tk_table2)
 
     p = commands.add_parser("tk-queries", help="the TK paper's Tables 3-4: best and worst test queries")
-    p.add_argument("--metrics", nargs="+", required=True, help="metric CSVs of the runs on the test split, one per table")
+    p.add_argument("--metrics", nargs="+", required=True,
+                   help="metric CSVs of the runs on the test split, one per table")
     p.add_argument("--queries", nargs="+", required=True, help="each run's test queries")
     p.add_argument("--qrels", nargs="+", required=True, help="each run's test qrels")
     p.add_argument("--count", type=int, default=5)

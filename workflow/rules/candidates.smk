@@ -15,7 +15,8 @@ rule first_stage:
     threads: FIRST_STAGE["threads"]
     params:
         model=lambda wc: SYSTEMS[wc.system]["model"],
-        settings=lambda wc: as_json({k: v for k, v in SYSTEMS[wc.system].items() if k not in ("model", "splits", "hits")}),
+        settings=lambda wc: as_json({k: v for k, v in SYSTEMS[wc.system].items()
+                                     if k not in ("model", "splits", "hits")}),
         hits=lambda wc: SYSTEMS[wc.system].get("hits", FIRST_STAGE["hits"]),
         timing="benchmarks/anserini/first_stage.{dataset}.{system}.{split}.json",
     resources:

@@ -241,7 +241,7 @@ def eval_splits(dataset, variant=None):
 
 
 def system_run(system):
-    """The neural.runs key in a metric-file system name (MODEL.RUN.sSEED[-full] or MODEL.RUN.ens[-full])."""
+    """The neural.runs key in a metric-file system name (MODEL.RUN.{sSEED,best,ens}[-full])."""
     return system.split(".")[-2]
 
 
@@ -300,10 +300,11 @@ def check_splits():
         for dataset in run_datasets(variant):
             if "test" not in dataset_splits(dataset):
                 raise ValueError(f"config: neural.runs.{variant} evaluates dataset {dataset!r}, which has no 'test' split")
-            uncovered = [split for split in eval_splits(dataset, variant) if split not in system_splits(RERANK_FROM, dataset)]
+            covered = system_splits(RERANK_FROM, dataset)
+            uncovered = [split for split in eval_splits(dataset, variant) if split not in covered]
             if uncovered:
-                raise ValueError(f"config: neural.runs.{variant} re-ranks {RERANK_FROM!r} candidates, which {dataset!r} "
-                                 f"has no {' or '.join(uncovered)} lists of (neural.rerank.first_stage)")
+                raise ValueError(f"config: neural.runs.{variant} re-ranks {RERANK_FROM!r} candidates, which "
+                                 f"{dataset!r} has no {' or '.join(uncovered)} lists of (neural.rerank.first_stage)")
             if "dev" not in eval_splits(dataset, variant) and "ensemble" not in spec and "rerank_depth" not in spec:
                 raise ValueError(
                     f"config: neural.runs.{variant} is not evaluated on a 'dev' split of {dataset!r} to tune "
@@ -319,7 +320,8 @@ def first_stage_label(system):
 
 
 def table2_rows():
-    """Table 2: BM25 per evaluated dataset, then the runs of neural.table2_runs (default: all; run_system)."""
+    """Table 2: the re-ranked first stage per evaluated dataset, then the runs of neural.table2_runs (default:
+    all; each as run_system names it)."""
     rows, datasets = [], []
     for variant in NEURAL.get("table2_runs", list(RUNS)):
         for dataset in run_datasets(variant):

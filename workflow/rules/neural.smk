@@ -298,7 +298,8 @@ rule select_seed:
     """The seed whose training reached the best validation metric (the TK notebook's submitted run)."""
     input:
         logs=lambda wc: [f"{model_dir(wc.variant, seed)}/log.csv" for seed in run_seeds(wc.variant)],
-        runs=lambda wc: [f"runs/{wc.dataset}/{wc.model}.{wc.variant}.s{seed}.{wc.split}.run" for seed in run_seeds(wc.variant)],
+        runs=lambda wc: [f"runs/{wc.dataset}/{wc.model}.{wc.variant}.s{seed}.{wc.split}.run"
+                         for seed in run_seeds(wc.variant)],
     output:
         "runs/{dataset}/{model}.{variant}.best.{split}.run",
     log:

@@ -127,8 +127,10 @@ rule efficiency:
 
 rule merge_folds:
     input:
-        runs=lambda wc: [f"runs/{part['dataset']}/{part['system']}.{wc.split}.run" for part in TRUNCATION["runs"][wc.name]["folds"]],
-        qrels=lambda wc: [f"data/{part['dataset']}/qrels.{wc.split}.txt" for part in TRUNCATION["runs"][wc.name]["folds"]],
+        runs=lambda wc: [f"runs/{part['dataset']}/{part['system']}.{wc.split}.run"
+                         for part in TRUNCATION["runs"][wc.name]["folds"]],
+        qrels=lambda wc: [f"data/{part['dataset']}/qrels.{wc.split}.txt"
+                          for part in TRUNCATION["runs"][wc.name]["folds"]],
     output:
         # a folder per merged run: no first-stage run (runs/DATASET/SYSTEM.SPLIT.run) can have its name
         run="runs/folds/{name}/{split}.run",
