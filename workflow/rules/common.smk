@@ -462,7 +462,8 @@ def truncation_inputs(name):
 def truncation_names():
     """Run types whose inputs the study produces (workflow runs of its datasets) or files."""
     return [name for name, spec in TRUNCATION["runs"].items()
-            if "run" in spec or all(part["dataset"] in FIRST_STAGE["datasets"] for part in spec.get("folds", [spec]))]
+            if "run" in spec
+            or all(part.get("dataset") in FIRST_STAGE["datasets"] for part in spec.get("folds", [spec]))]
 
 
 def truncation_grid():
