@@ -460,7 +460,8 @@ def truncation_inputs(name):
 
 
 def truncation_names():
-    """Run types whose inputs the study produces (workflow runs of its datasets) or files."""
+    """Run types whose inputs the study produces (workflow runs of its datasets, cross-validation folds) or
+    files."""
     return [name for name, spec in TRUNCATION["runs"].items()
             if "run" in spec
             or all(part.get("dataset") in FIRST_STAGE["datasets"] for part in spec.get("folds", [spec]))]
