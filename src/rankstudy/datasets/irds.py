@@ -146,15 +146,19 @@ def _split(name: str, split: str, dataset_id: str) -> tuple[dict[str, str], Qrel
     return queries, qrels
 
 
+def _id_list(dataset_ids: str | list[str], where: str) -> list[str]:
+    """A split's ir_datasets ids: one id, or a non-empty list of ids (their union)."""
+    ids = [dataset_ids] if isinstance(dataset_ids, str) else dataset_ids
+    if not isinstance(ids, list) or not ids or not all(isinstance(dataset_id, str) for dataset_id in ids):
+        raise ConfigError(f"{where}: expected an ir_datasets id or a non-empty list of ids")
+    return ids
+
+
 def _union(name: str, split: str, dataset_ids: str | list[str]) -> tuple[dict[str, str], Qrels]:
     """A split's queries and qrels from one ir_datasets id or the union of several."""
-    if isinstance(dataset_ids, str):
-        return _split(name, split, dataset_ids)
-    if not dataset_ids or not all(isinstance(dataset_id, str) for dataset_id in dataset_ids):
-        raise ConfigError(f"datasets.{name}.irds.splits.{split}: expected an ir_datasets id or a non-empty list of ids")
     queries: dict[str, str] = {}
     qrels: Qrels = {}
-    for dataset_id in dataset_ids:
+    for dataset_id in _id_list(dataset_ids, f"datasets.{name}.irds.splits.{split}"):
         part_queries, part_qrels = _split(name, split, dataset_id)
         for qid, text in part_queries.items():
             if queries.setdefault(qid, text) != text:
@@ -192,7 +196,7 @@ def official_candidates(dataset_ids: str | list[str], qids: set[str], hits: int)
     """A split's own candidate lists (ir_datasets ``scoreddocs``, e.g. TREC DL's official top 1,000): the
     top ``hits`` of each query in ``qids`` by score (ties in file order), from one id or the union of several.
     A query of ``qids`` without candidates gets an empty list (logged)."""
-    ids = [dataset_ids] if isinstance(dataset_ids, str) else list(dataset_ids)
+    ids = _id_list(dataset_ids, "official candidates")
     run: dict[str, list[tuple[str, float]]] = {qid: [] for qid in qids}
     for dataset_id in ids:
         dataset = _load(dataset_id, ("scoreddocs",), f"official candidates of {dataset_id!r}")

@@ -71,6 +71,7 @@ def best_worst_queries(metric_csvs: Sequence, queries_paths: Sequence, qrels_pat
         raise StudyError(f"best and worst queries: one queries and one qrels file per metric CSV, got "
                          f"{len(metric_csvs)}, {len(queries_paths)}, {len(qrels_paths)}")
     parts = []
+    systems = []
     for number, (metric_csv, queries_path, qrels_path) in enumerate(zip(metric_csvs, queries_paths, qrels_paths),
                                                                     start=first_table):
         metrics = read_metrics([metric_csv])
@@ -79,6 +80,7 @@ def best_worst_queries(metric_csvs: Sequence, queries_paths: Sequence, qrels_pat
         if per_query.empty:
             raise StudyError(f"{metric_csv}: no per-query {measure} values")
         texts, qrels = read_queries(queries_path), read_qrels(qrels_path)
+        systems.append(f"Table {number}: {per_query['system'].iloc[0]}")
         for label, chosen in (("best", per_query.head(count)), ("worst", per_query.tail(count).iloc[::-1])):
             parts.append(pd.DataFrame({
                 "paper table": f"Table {number}", "dataset": chosen["dataset"].to_numpy(),
@@ -88,7 +90,6 @@ def best_worst_queries(metric_csvs: Sequence, queries_paths: Sequence, qrels_pat
                 "query": [texts.get(q, "") for q in chosen["qid"]],
             }))
     table = pd.concat(parts, ignore_index=True)
-    systems = ", ".join(f"Table {number}: {system}" for number, system in
-                        enumerate(table["system"].drop_duplicates(), start=first_table))
-    write_table(table, out_prefix, f"TK paper Tables 3-4: best and worst test queries by {measure} ({systems}).")
+    write_table(table, out_prefix,
+                f"TK paper Tables 3-4: best and worst test queries by {measure} ({', '.join(systems)}).")
     return table
