@@ -191,3 +191,22 @@ def test_cli_commands(tmp_path):
     assert cli.main(["ensemble", "--runs", str(tmp_path / "first.run"), str(tmp_path / "short.run"),
                      "--out", str(tmp_path / "bad.run"), "--tag", "x"]) == 2
     assert not (tmp_path / "bad.run").exists()
+
+
+def test_tk_view_shows_the_best_validated_seed(tmp_path, monkeypatch):
+    import rankstudy.experiment
+    import rankstudy.report.tk_view
+    import rankstudy.text.vocab
+
+    for name, peak in (("s42", 0.30), ("s43", 0.35), ("s44", 0.33)):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "log.csv").write_text(f"step,loss,metric,best\n250,0.9,{peak},{peak}\n")
+    loaded = []
+    monkeypatch.setattr(rankstudy.experiment, "load_trained", lambda path, *rest: loaded.append(path.name))
+    monkeypatch.setattr(rankstudy.report.tk_view, "render", lambda *args: None)
+    monkeypatch.setattr(rankstudy.text.vocab.Vocabulary, "load", lambda path: None)
+    files = ["--embeddings", "e", "--vocab", "v", "--collection", "c", "--queries", "q", "--qrels", "r",
+             "--first-stage", "f", "--neural", "n", "--out", "o"]
+    assert cli.main(["tk-view", "--model-dir", *(str(tmp_path / name) for name in ("s42", "s43", "s44")), *files]) == 0
+    assert cli.main(["tk-view", "--model-dir", str(tmp_path / "s44"), *files]) == 0
+    assert loaded == ["s43", "s44"]  # as select-seed chose the run; one model: that one

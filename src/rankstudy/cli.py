@@ -279,7 +279,14 @@ def _tk_view(args: argparse.Namespace) -> None:
     from rankstudy.report.tk_view import render
     from rankstudy.text.vocab import Vocabulary
 
-    model = load_trained(Path(args.model_dir), Path(args.embeddings), torch.device("cpu"))
+    model_dir = args.model_dir[0]
+    if len(args.model_dir) > 1:  # the seed the run's select-seed chose: the best validated (as select-seed)
+        from rankstudy.report.curves import read_log
+        from rankstudy.rerank import best_validated
+
+        logs = [str(Path(path) / "log.csv") for path in args.model_dir]
+        model_dir = args.model_dir[best_validated([read_log(path) for path in logs], logs)]
+    model = load_trained(Path(model_dir), Path(args.embeddings), torch.device("cpu"))
     render(model, Vocabulary.load(args.vocab), Path(args.collection), Path(args.queries), Path(args.qrels),
            Path(args.first_stage), Path(args.neural), Path(args.out), args.max_query_length, args.max_doc_length,
            args.kernels)
@@ -646,7 +653,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(handler=_tk_queries)
 
     p = commands.add_parser("tk-view", help="the TK paper's interpretability view (HTML)")
-    p.add_argument("--model-dir", required=True)
+    p.add_argument("--model-dir", nargs="+", required=True,
+                   help="the trained model; several: the one whose log.csv validated best (as select-seed)")
     p.add_argument("--embeddings", required=True)
     p.add_argument("--vocab", required=True)
     p.add_argument("--collection", required=True)

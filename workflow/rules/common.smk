@@ -346,15 +346,20 @@ for _variant in NEURAL.get("table2_runs", []):
         raise ValueError(f"config: neural.table2_runs names {_variant!r}, which is not a key of neural.runs")
 
 
+def selects_best_seed(variant):
+    return RUNS[variant].get("select", "first_seed") == "best_validation"
+
+
 def _tk_queries_run():
-    """The interpretability view uses the first TK run of Table 2 (its first seed, re-rank task); none
-    when Table 2 has no TK run (a config without the TK paper)."""
+    """The interpretability view uses the first TK run of Table 2 (re-rank task; its best-validated seed
+    where the run selects one, else its first seed); none when Table 2 has no TK run."""
     for variant in NEURAL.get("table2_runs", list(RUNS)):
         spec = RUNS[variant]
         if "ensemble" not in spec and "reuse" not in spec and NEURAL["models"][run_model(variant)]["model"] == "tk" \
                 and run_datasets(variant):
             return {"variant": variant, "dataset": run_datasets(variant)[0],
-                    "system": f"{run_model(variant)}.{variant}.s{run_seeds(variant)[0]}"}
+                    "system": f"{run_model(variant)}.{variant}."
+                              + ("best" if selects_best_seed(variant) else f"s{run_seeds(variant)[0]}")}
     return None
 
 
@@ -366,8 +371,9 @@ def example_kind(variant):
     return "groups" if training_settings(variant)["loss"] == "listwise" else "triples"
 
 
-def selects_best_seed(variant):
-    return RUNS[variant].get("select", "first_seed") == "best_validation"
+def view_seeds(variant):
+    """The seeds whose models tk-view chooses from: all of them where the run is the best-validated seed."""
+    return run_seeds(variant) if selects_best_seed(variant) else run_seeds(variant)[:1]
 
 
 def run_system(variant):

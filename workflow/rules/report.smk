@@ -76,7 +76,7 @@ rule tk_table3_4:
 
 rule tk_view:
     input:
-        model=lambda wc: f"{model_dir(TK_QUERIES['variant'], run_seeds(TK_QUERIES['variant'])[0])}/model.pt",
+        models=lambda wc: [f"{model_dir(TK_QUERIES['variant'], seed)}/model.pt" for seed in view_seeds(TK_QUERIES["variant"])],
         embeddings=lambda wc: f"text/{run_embeddings(TK_QUERIES['variant'])}/embeddings.npy",
         vocab=lambda wc: f"text/{run_embeddings(TK_QUERIES['variant'])}/vocab",
         collection=lambda wc: f"data/{TK_QUERIES['dataset']}/collection.tsv",
@@ -93,12 +93,12 @@ rule tk_view:
     params:
         max_query=lambda wc: training_settings(TK_QUERIES["variant"])["max_query_length"],
         max_doc=lambda wc: training_settings(TK_QUERIES["variant"])["max_doc_length"],
-        model_dir=lambda wildcards, input: os.path.dirname(input.model),
+        model_dirs=lambda wildcards, input: [os.path.dirname(path) for path in input.models],
     resources:
         mem_mb=2000,
         runtime=30,
     shell:
-        "python -m rankstudy tk-view --model-dir {params.model_dir} --embeddings {input.embeddings}"
+        "python -m rankstudy tk-view --model-dir {params.model_dirs} --embeddings {input.embeddings}"
         " --vocab {input.vocab} --collection {input.collection} --queries {input.queries} --qrels {input.qrels}"
         " --first-stage {input.first_stage} --neural {input.neural} --out {output}"
         " --max-query-length {params.max_query} --max-doc-length {params.max_doc} 2> {log}"
