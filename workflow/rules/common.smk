@@ -350,22 +350,6 @@ def selects_best_seed(variant):
     return RUNS[variant].get("select", "first_seed") == "best_validation"
 
 
-def _tk_queries_run():
-    """The interpretability view uses the first TK run of Table 2 (re-rank task; its best-validated seed
-    where the run selects one, else its first seed); none when Table 2 has no TK run."""
-    for variant in NEURAL.get("table2_runs", list(RUNS)):
-        spec = RUNS[variant]
-        if "ensemble" not in spec and "reuse" not in spec and NEURAL["models"][run_model(variant)]["model"] == "tk" \
-                and run_datasets(variant):
-            return {"variant": variant, "dataset": run_datasets(variant)[0],
-                    "system": f"{run_model(variant)}.{variant}."
-                              + ("best" if selects_best_seed(variant) else f"s{run_seeds(variant)[0]}")}
-    return None
-
-
-TK_QUERIES = _tk_queries_run()
-
-
 def example_kind(variant):
     """Training examples of a run: groups (1 positive + negatives) for the listwise loss, else triples."""
     return "groups" if training_settings(variant)["loss"] == "listwise" else "triples"
@@ -384,9 +368,23 @@ def run_system(variant):
     return f"{run_model(variant)}.{variant}.{suffix}"
 
 
+def _tk_queries_run():
+    """The interpretability view uses the first TK run of Table 2 (re-rank task; its best-validated seed
+    where the run selects one, else its first seed); none when Table 2 has no TK run."""
+    for variant in NEURAL.get("table2_runs", list(RUNS)):
+        spec = RUNS[variant]
+        if "ensemble" not in spec and "reuse" not in spec and NEURAL["models"][run_model(variant)]["model"] == "tk" \
+                and run_datasets(variant):
+            return {"variant": variant, "dataset": run_datasets(variant)[0], "system": run_system(variant)}
+    return None
+
+
+TK_QUERIES = _tk_queries_run()
+
+
 def _query_tables():
     """The TK paper's Tables 3-4: neural.query_tables' runs that are in Table 2 and evaluated somewhere,
-    each on its first dataset (first seed, re-rank task)."""
+    each on its first dataset (re-rank task; the system that stands for the run: run_system)."""
     table2 = NEURAL.get("table2_runs", list(RUNS))
     return [{"run": variant, "dataset": run_datasets(variant)[0], "system": run_system(variant)}
             for variant in NEURAL.get("query_tables", []) if variant in table2 and run_datasets(variant)]
