@@ -94,6 +94,19 @@ def test_dry_run_lists_the_study_jobs(tmp_path):
     }
 
 
+def test_the_warm_start_chain_is_scheduled_first(tmp_path):
+    """The jobs the Socialformer runs wait on (word vectors -> study encoder -> ce-passage -> its export) carry a
+    priority; no other training job does."""
+    result = snakemake(workflow_copy(tmp_path), "-n", "--cores", "2", "--verbose")
+    assert result.returncode == 0, result.stderr
+    first = set()
+    for job in re.split(r"\n\n", result.stdout + result.stderr):
+        if re.search(r"^\s+priority: [1-9]", job, re.M):
+            first.add(re.search(r"^\s+output: ([^,\n]+)", job, re.M).group(1))
+    assert first == {"text/w2v/embeddings.npy", "text/ft/embeddings.npy", "text/study/embeddings.npy", "encoders/study",
+                     "models/synthetic-passage/ce_passage/ce-passage/seed42/model.pt", "models/encoders/ce-passage.s42"}
+
+
 def test_the_extended_config_adds_the_rows_beyond_the_default(tmp_path):
     """config/extended.yaml, merged over the default: 5 TKL and 5 Socialformer runs more, each trained once and
     evaluated on dev and test, in the tables the default leaves them out of."""

@@ -346,6 +346,17 @@ for _variant in NEURAL.get("table2_runs", []):
         raise ValueError(f"config: neural.table2_runs names {_variant!r}, which is not a key of neural.runs")
 
 
+# The long chain word vectors -> study encoder -> warm start (encoder_from) -> the runs that start from it:
+# its jobs go first when cores are free, or the warm start waits behind independent runs and the
+# Socialformer runs finish last, one core idle (bench/results/study_time.md).
+CHAIN_PRIORITY = 10
+
+
+def chain_priority(variant):
+    """Scheduling priority of a run's training: CHAIN_PRIORITY for runs that other runs start from."""
+    return CHAIN_PRIORITY if any(spec.get("encoder_from") == variant for spec in RUNS.values()) else 0
+
+
 def selects_best_seed(variant):
     return RUNS[variant].get("select", "first_seed") == "best_validation"
 

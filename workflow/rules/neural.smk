@@ -82,6 +82,7 @@ rule embeddings:
         "../../environment.yml"
     benchmark:
         "benchmarks/text/{emb}/embeddings.tsv"
+    priority: CHAIN_PRIORITY
     params:
         settings=lambda wc: as_json({k: v for k, v in EMBEDDINGS[wc.emb].items()
                                      if k not in ("dataset", "corpus", "vocab_min_count", "include_queries")}),
@@ -108,6 +109,7 @@ rule pretrain_encoder:
         "../../environment.yml"
     benchmark:
         "benchmarks/text/encoder.{name}.tsv"
+    priority: CHAIN_PRIORITY
     threads: NEURAL["threads"]
     params:
         settings=lambda wc: as_json({k: v for k, v in ENCODERS[wc.name].items() if k not in ("dataset", "embeddings")}),
@@ -167,6 +169,7 @@ rule train:
         "../../environment.yml"
     benchmark:
         "benchmarks/train/{dataset}/{model}.{variant}.s{seed}.tsv"
+    priority: lambda wc: chain_priority(wc.variant)
     threads: NEURAL["threads"]
     params:
         name=lambda wc: NEURAL["models"][wc.model]["model"],
@@ -195,6 +198,7 @@ rule export_encoder:
         "logs/train/export_encoder.{run}.s{seed}.log",
     conda:
         "../../environment.yml"
+    priority: CHAIN_PRIORITY
     wildcard_constraints:
         seed=r"\d+",
     params:
