@@ -21,6 +21,7 @@ include: "workflow/rules/longdoc.smk"
 include: "workflow/rules/socialformer.smk"
 include: "workflow/rules/claims.smk"
 include: "workflow/rules/expected.smk"
+include: "workflow/rules/reproduction.smk"
 
 
 # Seconds-long bookkeeping jobs run where Snakemake runs, not as cluster jobs (each Slurm job
@@ -44,6 +45,7 @@ localrules:
     socialformer_table,
     socialformer_fig6,
     claims,
+    reproduction,
     check_expected,
 
 
@@ -64,4 +66,6 @@ rule all:
         socialformer_outputs(),
         # a scoreboard only where some claim can be evaluated (a BM25 run of a local collection has none)
         rules.claims.output if claims_inputs() else [],
+        # the papers' reported cells beside this run's; a config of other data says it is not comparable
+        rules.reproduction.output if REPRODUCTION["reported"] or not REPRODUCTION["comparable"] else [],
         rules.check_expected.output if config["expected"] else [],

@@ -18,7 +18,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
+import yaml
 
+from conftest import REPO
 from test_workflow import BIN, ENV, job_counts, workflow_copy
 
 PAPER_CONFIGS = ("tk", "tkl", "socialformer", "choppy")
@@ -307,6 +309,17 @@ def test_choppy_lists_the_robust04_truncation_job(dry_runs):
                                   "batch_size": 16, "epochs": 100, "patience": 15, "score_scaling": "train",
                                   "position_init_std": 0.02}
     assert job.resources["gpu"] == "1"
+
+
+@pytest.mark.parametrize("name", PAPER_CONFIGS)
+def test_each_paper_config_writes_its_reproduction_report(dry_runs, name):
+    """results/reproduction.md from the paper's reported cells (config/paper/reported/NAME.yaml) and the
+    config's tables, each of which the reported file names (so no reported table is silently missing)."""
+    job = dry_runs(name).one("reproduction", "results/reproduction.csv")
+    assert f"--reported config/paper/reported/{name}.yaml" in job.shell and "--not-comparable" not in job.shell
+    tables = {Path(path).stem for path in job.fields["input"].split(", ") if path.startswith("results/tables/")}
+    reported = yaml.safe_load((REPO / "config/paper/reported" / f"{name}.yaml").read_text())["tables"]
+    assert set(reported) <= tables, (set(reported) - tables)
 
 
 def test_the_slurm_profile_dry_run_submits_gpu_jobs(offline_workflow):

@@ -88,9 +88,10 @@ def test_dry_run_lists_the_study_jobs(tmp_path):
         "socialformer_curves": 1,
         # Choppy paper: BM25 and TK-ensemble lists, Table 1, Fig. 1 and Fig. 2's grid
         "truncation": 2, "truncation_grid": 2, "choppy_table1": 1, "choppy_fig1": 1, "choppy_fig2": 1,
-        # the claims scoreboard and the expected-results check (docs/claims.md)
-        "claims": 1, "check_expected": 1,
-        "all": 1, "total": 380,
+        # the claims scoreboard, the reproduction report (synthetic data: not comparable) and the
+        # expected-results check (docs/claims.md)
+        "claims": 1, "reproduction": 1, "check_expected": 1,
+        "all": 1, "total": 381,
     }
 
 
@@ -115,7 +116,7 @@ def test_the_extended_config_adds_the_rows_beyond_the_default(tmp_path):
     assert result.returncode == 0, result.stderr
     counts = job_counts(result.stdout + result.stderr)
     assert (counts["train"], counts["rerank"], counts["tune_depth"], counts["total"]) == \
-        (26 + 10, 53 + 20, 26 + 10, 480)
+        (26 + 10, 53 + 20, 26 + 10, 481)
     for run in ("tk-500", "tkl-500", "conv_knrm-1k", "doc-matchpyramid", "doc-co_pacrr",
                 "sf-edge", "sf-idcm", "sf-longformer", "sf-bigbird", "sf-qds"):
         assert re.search(rf"models/synthetic-doc/[\w-]+/{run}/seed42/model.pt", result.stdout), run
@@ -135,9 +136,10 @@ def test_a_local_collection_config(tmp_path):
     counts = job_counts(result.stdout + result.stderr)
     # only what it configures: BM25 and QL on its one split (no efficiency benchmark, no claims scoreboard of
     # the default study: none of its claims can be evaluated here); the expected file is the default's
-    # (inherited: docs/claims.md), absent here, so check_expected only reports it
+    # (inherited: docs/claims.md), absent here, so check_expected only reports it; the reproduction report says
+    # this data is not the papers'
     assert counts == {"dataset_mini": 1, "index": 1, "first_stage": 2, "evaluate": 2, "first_stage_table": 1,
-                      "check_expected": 1, "all": 1, "total": 9}
+                      "reproduction": 1, "check_expected": 1, "all": 1, "total": 10}
 
 
 def test_a_test_only_collection_with_neural_runs(tmp_path):
@@ -317,6 +319,8 @@ def test_the_tiny_study_runs_end_to_end(tiny_study):
     assert set(claims[claims["id"] == "sf-patterns"]["outcome"]) == {"not run"}
     assert set(claims[claims["id"].str.startswith("oracle-")]["outcome"]) == {"holds"}  # true by construction
     assert (results / "claims.md").read_text().startswith("Claims scoreboard: ")
+    # synthetic data: the reproduction report compares nothing with the papers and says why
+    assert "not comparable" in (results / "reproduction.md").read_text()
     # the test's workflow copy has no tests/config/expected/: reported, not failed (the next test checks it)
     assert (results / "check_expected.txt").read_text().startswith("no expectations: ")
     for rule in ("index", "first_stage", "evaluate", "report", "train", "rerank"):

@@ -422,6 +422,16 @@ def _check_expected(args: argparse.Namespace) -> None:
         raise StudyError(f"{summary} (listed above)")
 
 
+def _reproduction(args: argparse.Namespace) -> None:
+    from rankstudy.report.reproduction import reproduction, write_reproduction
+
+    comparable = not args.not_comparable
+    table = reproduction(args.reported, args.tables_dir, comparable)
+    write_reproduction(table, Path(args.out_prefix), comparable)
+    log.info("reproduction: %s", ", ".join(f"{n} {s}" for s, n in table["status"].value_counts().items())
+             if comparable else "this config's data is not comparable with the papers'")
+
+
 def _scoring_arguments(parser: argparse.ArgumentParser, batch_size: int) -> None:
     """What every command that scores with a trained model needs: the model, its inputs, and how to run it."""
     parser.add_argument("--model-dir", required=True)
@@ -742,6 +752,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--missing-ok", action="store_true", help="a missing expected file is reported, not an error")
     p.add_argument("--out", help="also write the drifted cells and the summary to this file")
     p.set_defaults(handler=_check_expected)
+
+    p = commands.add_parser("reproduction", help="the papers' reported table cells beside this run's")
+    p.add_argument("--reported", nargs="*", default=[], help="reported-cells files (config/paper/reported/*.yaml)")
+    p.add_argument("--tables-dir", default="results/tables", help="the run's table folder (results/tables/NAME.csv)")
+    p.add_argument("--not-comparable", action="store_true",
+                   help="this config's data is not the papers' (the synthetic default): say so, compare nothing")
+    p.add_argument("--out-prefix", required=True, help="writes PREFIX.csv and PREFIX.md")
+    p.set_defaults(handler=_reproduction)
 
     p = commands.add_parser("summary", help="DVC's metrics.json and test.csv from the metric CSVs")
     p.add_argument("--metrics", default="results/metrics", help="folder of {dataset}/{system}.{split}.csv")

@@ -803,3 +803,7 @@ def headline_tables():
     tables += [path for path in longdoc_outputs() + socialformer_outputs() if path.startswith("results/tables/")]
     tables += ["results/tables/choppy_table1.csv"] if truncation_names() else []
     return tables
+
+
+# ---- the reproduction report (docs/claims.md) ----------------------------------------------------
+REPRODUCTION = {"reported": [], "comparable": True, **config["reproduction"]}
