@@ -46,8 +46,8 @@ def read_reported(path) -> dict[str, Any]:
         if not isinstance(spec, dict) or not isinstance(spec.get("columns"), list) or \
                 not isinstance(spec.get("rows"), dict):
             raise StudyError(f"{where}: expected a mapping with columns (a list) and rows (row: values)")
-        if table not in ROW_KEYS and "keys" not in spec:
-            raise StudyError(f"{where}: not a table the study writes ({', '.join(ROW_KEYS)}); give its row keys as keys:")
+        if table not in ROW_KEYS:
+            raise StudyError(f"{where}: not a table the study writes ({', '.join(ROW_KEYS)})")
         margin = spec.get("margin")
         if margin is not None and (not isinstance(margin, (int, float)) or margin < 0):
             raise StudyError(f"{where}: margin: expected a number >= 0 or null, got {margin!r}")
@@ -64,7 +64,7 @@ def compare(reported: Mapping[str, Any], tables_dir) -> list[dict[str, Any]]:
     rows = []
     for table, spec in reported["tables"].items():
         path = Path(tables_dir) / f"{table}.csv"
-        ours = table_cells(path, spec.get("keys", ROW_KEYS.get(table)), []) if path.is_file() else {}
+        ours = table_cells(path, ROW_KEYS[table], []) if path.is_file() else {}
         for row, values in spec["rows"].items():
             for column, value in zip(spec["columns"], values):
                 mine = ours.get(row, {}).get(column)
