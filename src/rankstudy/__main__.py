@@ -7,6 +7,12 @@ import os
 # any import; a value the user set wins.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
+# The same numbers on every x86-64 machine with AVX2: the numeric libraries' kernels pinned to AVX2 before
+# they load (rankstudy.cpu_isa; RANKSTUDY_CPU_ISA=native opts out).
+from rankstudy.cpu_isa import pin_vector_isa  # noqa: E402
+
+pin_vector_isa()
+
 from rankstudy.cli import main  # noqa: E402
 
 raise SystemExit(main())

@@ -10,8 +10,9 @@ imported (model, embeddings and activations; inference only, measured before tra
 ``repeats`` training steps as the study's loop takes them (``train_batch`` pairs: forward,
 pairwise margin loss, backward, Adam), after a warm-up step. A model entry may override
 ``batch``, ``doc_length`` and ``train_batch`` (long-document models are measured at their own
-lengths). Each row records the thread settings it ran with: torch threads and the OpenMP wait
-policy (the CLI sets ``PASSIVE``: docs/neural.md, "Threads on a shared machine").
+lengths). Each row records the settings it ran with: torch threads, the OpenMP wait policy (the CLI
+sets ``PASSIVE``: docs/neural.md, "Threads on a shared machine") and torch's vector instruction set
+(the CLI pins AVX2: ``rankstudy.cpu_isa``).
 """
 
 from __future__ import annotations
@@ -80,7 +81,8 @@ def _measure(name: str, settings: Mapping[str, Any], setup: Mapping[str, Any]) -
     peak = (torch.cuda.max_memory_allocated(device) / 2**20 if device.type == "cuda" else _peak_rss_mb() - baseline)
     step_seconds = _training_step_seconds(model, query[:1], rng, setup, device)
     return {"model": name, "device": device.type, "threads": setup["threads"],
-            "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY", "default"), "batch": setup["batch"],
+            "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY", "default"),
+            "cpu_capability": torch.backends.cpu.get_cpu_capability(), "batch": setup["batch"],
             "doc_length": setup["doc_length"], "dim": setup["dim"], "train_batch": setup["train_batch"],
             "docs_per_ms": setup["batch"] / (statistics.median(times) * 1000),
             "train_steps_per_s": 1 / statistics.median(step_seconds), "peak_memory_mb": peak}
