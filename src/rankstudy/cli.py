@@ -366,8 +366,14 @@ def _efficiency(args: argparse.Namespace) -> None:
 
 
 def _truncation(args: argparse.Namespace) -> None:
+    import torch
+
     from rankstudy.truncation.experiment import run_from_files
 
+    # one thread, as the workflow's job (Snakemake sets OMP_NUM_THREADS to the rule's threads): run by hand
+    # with torch's default (every core) Choppy gave other numbers than the workflow; on one thread two runs
+    # side by side and the workflow's agree to the last digit
+    torch.set_num_threads(max(1, args.threads))
     qid_lists = {part: path for part, path in (("train", args.train_qids), ("dev", args.dev_qids),
                                                ("test", args.test_qids)) if path}
     if qid_lists and len(qid_lists) != 3:
@@ -725,6 +731,7 @@ def build_parser() -> argparse.ArgumentParser:
     target = p.add_mutually_exclusive_group(required=True)
     target.add_argument("--out", help="output directory of the study (every method, both metrics)")
     target.add_argument("--grid-out", help="only train Choppy over the d x heads grid (Fig. 2) and write this CSV")
+    p.add_argument("--threads", type=int, default=1, help="torch threads (1: the same numbers on every run)")
     p.add_argument("--train-qids", help="file with one train query id per line (else a seeded split)")
     p.add_argument("--dev-qids")
     p.add_argument("--test-qids")

@@ -173,7 +173,7 @@ rule truncation:
         gpu=gpus(TRUNCATION.get("device", "auto")),
     shell:
         "python -m rankstudy truncation --run {input.run:q} --qrels {input.qrels:q} --config {params.settings:q}"
-        " --seed {params.seed} --out {params.out} {params.qids} 2> {log}"
+        " --seed {params.seed} --threads {threads} --out {params.out} {params.qids} 2> {log}"
 
 
 # Fig. 2 only: Choppy over the d x heads grid on the same split (not needed by Table 1)
@@ -199,7 +199,7 @@ rule truncation_grid:
         gpu=gpus(TRUNCATION.get("device", "auto")),
     shell:
         "python -m rankstudy truncation --run {input.run:q} --qrels {input.qrels:q} --config {params.settings:q}"
-        " --seed {params.seed} --grid-out {output} {params.qids} 2> {log}"
+        " --seed {params.seed} --threads {threads} --grid-out {output} {params.qids} 2> {log}"
 
 
 rule choppy_table1:
