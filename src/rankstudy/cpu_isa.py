@@ -4,8 +4,8 @@ torch (its own kernels, MKL, oneDNN) and OpenBLAS (numpy, scipy, gensim's word2v
 kernels by the CPU: AVX-512 where the machine has it, AVX2 where not. The kernels sum in different
 orders, so word vectors and trained models differ in the last bits, and training amplifies that: a
 fresh default study on an AVX-512 machine (AMD EPYC Zen 4) missed 21 of the 530 cells pinned on an
-AVX2 machine by more than 0.02 (Choppy's cut statistics by up to 9, TKL-4k's nDCG@10 by 0.02);
-with every library pinned to AVX2 the same machine gave the pinned cells exactly (docs/neural.md,
+AVX2 machine by more than 0.02; with every library pinned to AVX2 the same machine gave KNRM's and
+CONV-KNRM's pinned cells to the last digit (docs/neural.md,
 "The same numbers on every machine"; bench/cpu_isa.py measures what the pin costs).
 
 The variables are read once, when each library loads, so ``python -m rankstudy`` sets them before any
