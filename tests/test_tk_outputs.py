@@ -128,10 +128,11 @@ def test_interpretability_view(tmp_path):
 
 
 def test_efficiency_measures_every_model():
-    models = {"tk": {"model": "tk", "layers": 1, "heads": 2, "ff_dim": 8}, "knrm": {"model": "knrm"}}
+    models = {"tk": {"model": "tk", "layers": 1, "heads": 2, "ff_dim": 8}, "knrm": {"model": "knrm", "repeats": 2}}
     table = measure_models(models, {"batch": 4, "doc_length": 20, "query_length": 4, "dim": 8, "vocab": 50,
                                     "repeats": 1, "threads": 1, "train_batch": 2})
     assert list(table["model"]) == ["tk", "knrm"]
+    assert list(table["repeats"]) == [1, 2]  # a model entry overrides the setup
     assert (table["docs_per_ms"] > 0).all() and (table["peak_memory_mb"] >= 0).all()
     assert (table["train_steps_per_s"] > 0).all() and (table["threads"] == 1).all()
     assert table["omp_wait_policy"].notna().all() and table["cpu_capability"].notna().all()

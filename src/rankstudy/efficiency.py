@@ -9,8 +9,8 @@ timed forward passes after a warm-up, in inference mode. On CUDA, the peak memor
 imported (model, embeddings and activations; inference only, measured before training). Then
 ``repeats`` training steps as the study's loop takes them (``train_batch`` pairs: forward,
 pairwise margin loss, backward, Adam), after a warm-up step. A model entry may override
-``batch``, ``doc_length`` and ``train_batch`` (long-document models are measured at their own
-lengths). Each row records the settings it ran with: torch threads, the OpenMP wait policy (the CLI
+``batch``, ``doc_length``, ``train_batch`` (long-document models are measured at their own
+lengths) and ``repeats`` (a TKL training step at 4,000 tokens takes half a minute on one CPU core). Each row records the settings it ran with: torch threads, the OpenMP wait policy (the CLI
 sets ``PASSIVE``: docs/neural.md, "Threads on a shared machine") and torch's vector instruction set
 (the CLI pins AVX2: ``rankstudy.cpu_isa``).
 """
@@ -34,7 +34,7 @@ from rankstudy.atomic import atomic_open
 log = logging.getLogger(__name__)
 
 
-SETUP_OVERRIDES = ("batch", "doc_length", "train_batch")  # a model entry may measure at its own batch and length
+SETUP_OVERRIDES = ("batch", "doc_length", "train_batch", "repeats")  # a model entry may measure at its own settings
 
 
 def _peak_rss_mb() -> float:
@@ -84,7 +84,7 @@ def _measure(name: str, settings: Mapping[str, Any], setup: Mapping[str, Any]) -
             "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY", "default"),
             "cpu_capability": torch.backends.cpu.get_cpu_capability(), "batch": setup["batch"],
             "doc_length": setup["doc_length"], "dim": setup["dim"], "train_batch": setup["train_batch"],
-            "docs_per_ms": setup["batch"] / (statistics.median(times) * 1000),
+            "repeats": setup["repeats"], "docs_per_ms": setup["batch"] / (statistics.median(times) * 1000),
             "train_steps_per_s": 1 / statistics.median(step_seconds), "peak_memory_mb": peak}
 
 
