@@ -6,7 +6,6 @@ import math
 
 import numpy as np
 import pytest
-import torch
 
 from helpers import single_thread
 from rankstudy.config import from_dict

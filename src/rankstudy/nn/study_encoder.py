@@ -39,7 +39,6 @@ import json
 import logging
 import os
 from dataclasses import asdict, dataclass
-from pathlib import Path
 from typing import Iterator
 
 import numpy as np

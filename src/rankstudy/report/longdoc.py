@@ -1,8 +1,7 @@
 """The TKL paper's tables and figures (long-document re-ranking), from metrics, runs and regions.
 
 - ``system_table``: systems x (split, measure) means with the paper's significance letters
-  (TKL Table 1 and the saturation ablation, Table 2); ``system_frame`` is its table without
-  writing it, for any "systems" table (the Socialformer paper's, ``report/socialformer.py``).
+  (TKL Table 1 and the saturation ablation, Table 2): ``tables.system_frame``, written.
 - ``evidence_table``: where relevant documents land, by where their evidence starts
   (synthetic data only: ``truth.json``), to show what reading past token 200 buys.
 - ``length_figure`` (Fig. 1): P(relevant) and P(ranked in the top 30) by document length.
@@ -26,26 +25,10 @@ from rankstudy.errors import StudyError
 from rankstudy.evaluate import read_metrics
 from rankstudy.formats import Qrels, read_qrels, read_run
 from rankstudy.report.figures import plt, save_figure
-from rankstudy.report.tables import mean_value, metric_rows, per_query_values, write_table
-from rankstudy.report.tk import docs_per_ms
-from rankstudy.significance import row_letters, significance_letters
+from rankstudy.report.tables import docs_per_ms, mean_value, metric_rows, system_frame, write_table
 
 MEASURES = ("nDCG@10", "RR@10", "AP@100")
 LENGTH_EDGES = (0, 250, 500, 1000, 2000, 4000)
-
-
-def system_frame(metrics: pd.DataFrame, rows: Sequence[Mapping[str, Any]],
-                 columns: Sequence[tuple[str, str]], test: str = "wilcoxon") -> pd.DataFrame:
-    """Rows a, b, c, ... (``rows``: dicts with label, dataset, system) by (split, measure)
-    ``columns``: each gets a mean column ``"{split} {measure}"`` and a ``sig`` column, the letters
-    of the rows this one is significantly better than (paired ``test``, p < 0.05, per query)."""
-    table = pd.DataFrame({"": row_letters(len(rows)), "system": [row["label"] for row in rows]})
-    for split, measure in columns:
-        found = [metric_rows(metrics, row["dataset"], row["system"], split) for row in rows]
-        table[f"{split} {measure}"] = [mean_value(part, measure) for part in found]
-        table[f"{split} {measure} sig"] = significance_letters([per_query_values(part, measure) for part in found],
-                                                               test=test)
-    return table
 
 
 def system_table(metric_csvs: Sequence[str | os.PathLike], rows: Sequence[Mapping[str, Any]],

@@ -1,6 +1,6 @@
 """The Socialformer paper's tables and figures (Zhou, Dou, Yuan, Ma; WWW 2022). docs/socialformer.md.
 
-- ``table1``: systems x (split, measure) means with significance letters (``longdoc.system_frame``),
+- ``table1``: systems x (split, measure) means with significance letters (``tables.system_frame``),
   plus the tokens each system reads ("document length") and its attention span or passage length
   ("window"), as in the paper's Table 1.
 - ``table2``: the pattern ablation: the same columns, each value followed by its % change against
@@ -36,8 +36,7 @@ from rankstudy.evaluate import read_metrics
 from rankstudy.formats import Qrels, read_qrels
 from rankstudy.models.socialformer import SocialGraphConfig, build_social_graph, make_generator, partition_graph
 from rankstudy.report.figures import plt, save_figure
-from rankstudy.report.longdoc import system_frame
-from rankstudy.report.tables import metric_rows, per_query_values, write_table
+from rankstudy.report.tables import metric_rows, per_query_values, system_frame, write_table
 from rankstudy.store import TokenStore
 
 log = logging.getLogger(__name__)

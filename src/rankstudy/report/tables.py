@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Sequence
+from typing import Any, Mapping, Sequence
 
 import pandas as pd
 
 from rankstudy.atomic import atomic_open
 from rankstudy.errors import StudyError
 from rankstudy.evaluate import ALL, read_metrics
+from rankstudy.significance import row_letters, significance_letters
 
 SPLIT_ORDER = ("train", "dev", "test")  # other splits follow, alphabetically
 FIRST_STAGE_CAPTION = (
@@ -85,6 +86,29 @@ def mean_value(rows: pd.DataFrame, measure: str) -> float:
 def per_query_values(rows: pd.DataFrame, measure: str) -> dict[str, float]:
     chosen = rows[(rows["qid"] != ALL) & (rows["measure"] == measure)]
     return dict(zip(chosen["qid"], chosen["value"]))
+
+
+def docs_per_ms(efficiency_csv) -> tuple[str, dict[str, float]]:
+    """(column name, model key -> documents/ms) from the efficiency benchmark: on the GPU when it measured one
+    (a paper config's cluster job), else on the CPU; the column name says which."""
+    table = pd.read_csv(efficiency_csv)
+    device = "cuda" if (table["device"] == "cuda").any() else "cpu"
+    rows = table[table["device"] == device]
+    return f"docs/ms ({'GPU' if device == 'cuda' else 'CPU'})", dict(zip(rows["model"], rows["docs_per_ms"]))
+
+
+def system_frame(metrics: pd.DataFrame, rows: Sequence[Mapping[str, Any]],
+                 columns: Sequence[tuple[str, str]], test: str = "wilcoxon") -> pd.DataFrame:
+    """Rows a, b, c, ... (``rows``: dicts with label, dataset, system) by (split, measure)
+    ``columns``: each gets a mean column ``"{split} {measure}"`` and a ``sig`` column, the letters
+    of the rows this one is significantly better than (paired ``test``, p < 0.05, per query)."""
+    table = pd.DataFrame({"": row_letters(len(rows)), "system": [row["label"] for row in rows]})
+    for split, measure in columns:
+        found = [metric_rows(metrics, row["dataset"], row["system"], split) for row in rows]
+        table[f"{split} {measure}"] = [mean_value(part, measure) for part in found]
+        table[f"{split} {measure} sig"] = significance_letters([per_query_values(part, measure) for part in found],
+                                                               test=test)
+    return table
 
 
 def _split_rank(split: str) -> int:

@@ -10,7 +10,7 @@ import pandas as pd
 from rankstudy.errors import StudyError
 from rankstudy.evaluate import ALL, read_metrics
 from rankstudy.formats import read_qrels, read_queries
-from rankstudy.report.tables import mean_value, metric_rows, per_query_values, write_table
+from rankstudy.report.tables import docs_per_ms, mean_value, metric_rows, per_query_values, write_table
 from rankstudy.significance import wilcoxon_p
 
 DEV_MEASURES = ("AP", "nDCG@10", "RR@10")
@@ -21,15 +21,6 @@ TABLE2_CAPTION = (
     "p: paired Wilcoxon signed-rank test of test re-rank nDCG@10 against {first_stage}. docs/ms: re-ranking "
     "throughput of the architecture at the paper's dimensions (results/efficiency.csv). {scaled}"
 )
-
-
-def docs_per_ms(efficiency_csv) -> tuple[str, dict[str, float]]:
-    """(column name, model key -> documents/ms) from the efficiency benchmark: on the GPU when it measured one
-    (a paper config's cluster job), else on the CPU; the column name says which."""
-    table = pd.read_csv(efficiency_csv)
-    device = "cuda" if (table["device"] == "cuda").any() else "cpu"
-    rows = table[table["device"] == device]
-    return f"docs/ms ({'GPU' if device == 'cuda' else 'CPU'})", dict(zip(rows["model"], rows["docs_per_ms"]))
 
 
 def table2(metric_csvs: Sequence[str | os.PathLike], rows: Sequence[Mapping[str, Any]], out_prefix, depth: int,

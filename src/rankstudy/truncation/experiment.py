@@ -26,7 +26,7 @@ from rankstudy.atomic import atomic_open
 from rankstudy.config import from_dict
 from rankstudy.errors import StudyError
 from rankstudy.models.choppy import ChoppyConfig
-from rankstudy.truncation.baselines import evaluate_cuts, fixed_k, greedy_k, oracle
+from rankstudy.truncation.baselines import evaluate_cuts, greedy_k, oracle
 from rankstudy.truncation.bicut import BiCutConfig, predict_cuts, train_bicut
 from rankstudy.truncation.choppy_train import predict, train_choppy
 from rankstudy.truncation.tables import build_labels, build_tables
