@@ -22,6 +22,7 @@ import pytest
 from rankstudy import formats, lucene, store
 from rankstudy.datasets import local, synthetic
 from rankstudy.text.vocab import Vocabulary, build_vocabulary
+from rankstudy.text.word_store import build_store
 
 WORDS = [f"word{index:02d}{'x' * 12}" for index in range(97)]  # 18 characters: few tokens per KB
 TEXT_WORDS = 230  # about 4.4 KB a document
@@ -75,7 +76,7 @@ def vocabulary(collection: Path, out: Path) -> None:
 
 def vocab_store(collection: Path, out: Path) -> None:
     vocab = Vocabulary(["<pad>", "<oov>", *WORDS], [0, 0, *[1] * len(WORDS)], [0, 0, *[1] * len(WORDS)], 1)
-    store.build_store(collection, vocab, out, chunk_tokens=1 << 14)
+    build_store(collection, vocab, out, chunk_tokens=1 << 14)
 
 
 def export_local(collection: Path, out: Path) -> None:

@@ -16,7 +16,8 @@ from rankstudy.config import ConfigError, from_dict
 from rankstudy.datasets.synthetic import SyntheticConfig, generate
 from rankstudy.errors import StudyError
 from rankstudy.formats import FormatError, iter_collection, read_queries
-from rankstudy.store import TokenStore, build_store
+from rankstudy.store import TokenStore
+from rankstudy.text.word_store import build_store
 from rankstudy.text import tokenize
 from rankstudy.text.embeddings import (EmbeddingConfig, build_embeddings, load_embeddings, load_glove, save_embeddings,
                                        train_embeddings)

@@ -11,7 +11,8 @@ from rankstudy.lucene import build_index, search
 from rankstudy.models import build_model
 from rankstudy.rerank import score_candidates
 from rankstudy.significance import wilcoxon_p
-from rankstudy.store import TokenStore, build_store
+from rankstudy.store import TokenStore
+from rankstudy.text.word_store import build_store
 from rankstudy.text.embeddings import train_embeddings
 from rankstudy.text.vocab import build_vocabulary
 from rankstudy.train.examples import make_triples

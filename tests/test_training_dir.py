@@ -17,7 +17,7 @@ import torch
 
 from rankstudy import formats
 from rankstudy.errors import StudyError
-from rankstudy.store import build_store
+from rankstudy.text.word_store import build_store
 from rankstudy.tensorfile import load_tensors, save_tensors
 from rankstudy.text.embeddings import save_embeddings
 from rankstudy.text.vocab import build_vocabulary

@@ -125,7 +125,7 @@ def _store(args: argparse.Namespace) -> None:
 
         count = build_wordpiece_store(Path(args.input), args.encoder, Path(args.out), kind=args.kind)
     else:
-        from rankstudy.store import build_store
+        from rankstudy.text.word_store import build_store
         from rankstudy.text.vocab import Vocabulary
 
         count = build_store(Path(args.input), Vocabulary.load(args.vocab), Path(args.out), kind=args.kind)

@@ -7,11 +7,12 @@ A store is a directory (docs/neural.md) holding
 - ``ids.txt``: the N text ids, one per line, in the same order.
 - ``store.json`` (optional): what made the ids, e.g. a WordPiece tokenizer (``rankstudy.text.wordpiece``).
 
-``build_store`` streams the input: token ids are appended in chunks to ``tokens.npy`` behind a
+``build_store_with`` streams the input: token ids are appended in chunks to ``tokens.npy`` behind a
 fixed-size header that is rewritten with the final length at the end, so a multi-GB collection
 never sits in memory. The directory is built under a temporary name and renamed when complete.
-``build_store_with`` is the same writer for any batch encoder (the vocabulary's BlingFire words
-for ``build_store``, a pre-trained encoder's WordPiece ids for ``rankstudy.text.wordpiece``).
+It takes any batch encoder: the vocabulary's BlingFire words (``rankstudy.text.word_store``), a
+pre-trained encoder's WordPiece ids (``rankstudy.text.wordpiece``). This module knows nothing of
+the text pipeline, which builds on it.
 """
 
 from __future__ import annotations
@@ -32,8 +33,6 @@ from tqdm import tqdm
 from rankstudy.atomic import atomic_path
 from rankstudy.errors import StudyError
 from rankstudy.formats import iter_collection, read_queries
-from rankstudy.text.tokenize import tokenize
-from rankstudy.text.vocab import Vocabulary
 
 log = logging.getLogger(__name__)
 
@@ -57,20 +56,10 @@ def _texts(path: Path, kind: str) -> Iterator[tuple[str, str]]:
 EncodeBatch = Callable[[list[str]], Sequence[Sequence[int] | np.ndarray]]
 
 
-def build_store(tsv_path: str | os.PathLike, vocab: Vocabulary, out_dir: str | os.PathLike,
-                kind: str = "collection", chunk_tokens: int = 1 << 22) -> int:
-    """Tokenise and encode every text of ``tsv_path`` into a store at ``out_dir``; returns N.
-
-    At most about ``chunk_tokens`` token ids are buffered before being appended to disk.
-    """
-    return build_store_with(tsv_path, lambda texts: [vocab.encode(tokenize(text)) for text in texts],
-                            out_dir, kind, chunk_tokens)
-
-
 def build_store_with(tsv_path: str | os.PathLike, encode: EncodeBatch, out_dir: str | os.PathLike,
                      kind: str = "collection", chunk_tokens: int = 1 << 22, batch_texts: int = 256,
                      meta: Mapping | None = None) -> int:
-    """``build_store`` with any encoder: ``encode(texts)`` maps a list of up to ``batch_texts``
+    """A store of any encoder's ids: ``encode(texts)`` maps a list of up to ``batch_texts``
     texts to as many id sequences (e.g. a fast sub-word tokenizer's batch call). ``meta``, if
     given, is written as ``store.json`` (e.g. which tokenizer made the ids)."""
     if batch_texts < 1:
