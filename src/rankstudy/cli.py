@@ -1,8 +1,10 @@
 """``python -m rankstudy <command>``: one subcommand per workflow rule.
 
-Handlers only parse arguments and call into the package; heavy imports happen inside the
-handlers so that ``--help`` and light commands start fast. A ``StudyError`` (bad file, bad
-config) is printed as one clear line and exits with status 2, without a traceback.
+Each handler is followed by the function that declares its arguments, registered with
+``@subcommand`` under the command's name. Handlers only parse arguments and call into the package;
+heavy imports happen inside the handlers so that ``--help`` and light commands start fast. A
+``StudyError`` (bad file, bad config) is printed as one clear line and exits with status 2,
+without a traceback.
 """
 
 from __future__ import annotations
@@ -12,16 +14,49 @@ import json
 import logging
 import sys
 from pathlib import Path
+from typing import Callable
 
 from rankstudy.errors import StudyError
 
 log = logging.getLogger("rankstudy")
+AddArguments = Callable[[argparse.ArgumentParser], None]
+SUBCOMMANDS: dict[str, tuple[str, AddArguments]] = {}  # name -> (help, the function declaring its arguments)
+
+
+def subcommand(name: str, help_text: str) -> Callable[[AddArguments], AddArguments]:
+    """Register the decorated function as the argument declarations of subcommand ``name``."""
+    def register(add_arguments: AddArguments) -> AddArguments:
+        SUBCOMMANDS[name] = (help_text, add_arguments)
+        return add_arguments
+    return register
+
+
+def _scoring_arguments(parser: argparse.ArgumentParser, batch_size: int) -> None:
+    """What every command that scores with a trained model needs: the model, its inputs, and how to run it."""
+    parser.add_argument("--model-dir", required=True)
+    parser.add_argument("--embeddings", required=True)
+    parser.add_argument("--queries", required=True, help="token store of the queries")
+    parser.add_argument("--documents", required=True, help="token store of the collection")
+    parser.add_argument("--batch-size", type=int, default=batch_size)
+    parser.add_argument("--max-query-length", type=int, default=30)
+    parser.add_argument("--max-doc-length", type=int, default=200)
+    parser.add_argument("--device", default="auto")
+    parser.add_argument("--threads", type=int, default=1)
 
 
 def _dataset(args: argparse.Namespace) -> None:
     from rankstudy.datasets import export_dataset
 
     export_dataset(args.name, json.loads(args.config), Path(args.out), seed=args.seed)
+
+
+@subcommand("dataset", "write a dataset in the study's layout")
+def _dataset_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--name", required=True, help="dataset name (config key)")
+    p.add_argument("--config", required=True, help="the dataset's config section as JSON")
+    p.add_argument("--seed", type=int, required=True, help="the study seed")
+    p.add_argument("--out", required=True, help="output directory (data/{dataset})")
+    p.set_defaults(handler=_dataset)
 
 
 def _index(args: argparse.Namespace) -> None:
@@ -38,12 +73,34 @@ def _index(args: argparse.Namespace) -> None:
     )
 
 
+@subcommand("index", "build a Lucene index with Anserini and check its statistics")
+def _index_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--collection", required=True)
+    p.add_argument("--out", required=True, help="index directory")
+    p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--expected-stats", help='JSON {"documents": N, "total_terms": M} to check exactly')
+    p.add_argument("--terms-tolerance", type=float, default=0.01,
+                   help="allowed relative difference between index total terms and the collection estimate")
+    p.add_argument("--timing", help="write Anserini vs pipeline wall times here (JSON)")
+    p.set_defaults(handler=_index)
+
+
 def _official_candidates(args: argparse.Namespace) -> None:
     from rankstudy.datasets.irds import official_candidates
     from rankstudy.formats import read_queries, write_run
 
     run = official_candidates(args.ids, set(read_queries(args.queries)), args.hits)
     write_run(args.out, run, args.tag)
+
+
+@subcommand("official-candidates", "a split's own candidate lists (ir_datasets scoreddocs) as a first-stage run")
+def _official_candidates_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--ids", nargs="+", required=True, help="the ir_datasets id(s) of the split")
+    p.add_argument("--queries", required=True, help="the split's exported queries (the run keeps these)")
+    p.add_argument("--hits", type=int, required=True)
+    p.add_argument("--out", required=True)
+    p.add_argument("--tag", required=True)
+    p.set_defaults(handler=_official_candidates)
 
 
 def _dense_config(text: str):
@@ -60,6 +117,15 @@ def _dense_index(args: argparse.Namespace) -> None:
     build_index(args.collection, _dense_config(args.config), args.out, device=str(resolve_device(args.device)))
 
 
+@subcommand("dense-index", "encode a collection into pyserini's FAISS index (dense first stage)")
+def _dense_index_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--collection", required=True)
+    p.add_argument("--config", required=True, help="JSON DenseConfig: encoder, kind, pooling, l2_norm, max_length, ...")
+    p.add_argument("--out", required=True, help="index directory")
+    p.add_argument("--device", default="auto")
+    p.set_defaults(handler=_dense_index)
+
+
 def _dense_search(args: argparse.Namespace) -> None:
     import torch
 
@@ -71,6 +137,19 @@ def _dense_search(args: argparse.Namespace) -> None:
     run = search(args.index, args.queries, _dense_config(args.config), args.hits,
                  device=str(resolve_device(args.device)), threads=args.threads)
     write_run(args.out, run, args.tag)
+
+
+@subcommand("dense-search", "first-stage retrieval with pyserini's FaissSearcher")
+def _dense_search_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--index", required=True)
+    p.add_argument("--queries", required=True)
+    p.add_argument("--config", required=True, help="JSON DenseConfig (the index's)")
+    p.add_argument("--hits", type=int, default=100)
+    p.add_argument("--out", required=True, help="TREC run file")
+    p.add_argument("--tag", required=True)
+    p.add_argument("--device", default="auto")
+    p.add_argument("--threads", type=int, default=1)
+    p.set_defaults(handler=_dense_search)
 
 
 def _search(args: argparse.Namespace) -> None:
@@ -88,6 +167,19 @@ def _search(args: argparse.Namespace) -> None:
     )
 
 
+@subcommand("search", "first-stage retrieval (BM25 or QL) with Anserini")
+def _search_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--index", required=True)
+    p.add_argument("--queries", required=True)
+    p.add_argument("--out", required=True, help="TREC run file")
+    p.add_argument("--model", required=True, choices=["bm25", "ql"])
+    p.add_argument("--params", default="{}", help='JSON model parameters, e.g. {"k1": 0.9, "b": 0.4} or {"mu": 1000}')
+    p.add_argument("--hits", type=int, default=100)
+    p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--timing", help="write Anserini vs pipeline wall times here (JSON)")
+    p.set_defaults(handler=_search)
+
+
 def _evaluate(args: argparse.Namespace) -> None:
     from rankstudy.evaluate import evaluate_to_csv
 
@@ -103,10 +195,31 @@ def _evaluate(args: argparse.Namespace) -> None:
     )
 
 
+@subcommand("evaluate", "evaluate a run with ir-measures into long-format CSV")
+def _evaluate_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--run", required=True)
+    p.add_argument("--qrels", required=True)
+    p.add_argument("--out", required=True)
+    p.add_argument("--measures", nargs="+", required=True)
+    p.add_argument("--rel-threshold", type=int, default=1, help="lowest grade counted relevant by binary measures")
+    p.add_argument("--dataset", required=True)
+    p.add_argument("--system", required=True)
+    p.add_argument("--split", required=True)
+    p.set_defaults(handler=_evaluate)
+
+
 def _first_stage_table(args: argparse.Namespace) -> None:
     from rankstudy.report.tables import first_stage_table
 
     first_stage_table([Path(p) for p in args.metrics], args.measures, Path(args.out_prefix))
+
+
+@subcommand("first-stage-table", "systems x measures table of the first-stage runs")
+def _first_stage_table_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--metrics", nargs="+", required=True, help="metric CSVs from 'evaluate'")
+    p.add_argument("--measures", nargs="+", required=True, help="columns, in order")
+    p.add_argument("--out-prefix", required=True, help="writes PREFIX.csv, PREFIX.md and PREFIX.tex")
+    p.set_defaults(handler=_first_stage_table)
 
 
 def _vocab(args: argparse.Namespace) -> None:
@@ -117,6 +230,15 @@ def _vocab(args: argparse.Namespace) -> None:
     vocab = build_vocabulary(Path(args.collection), args.min_count, extra_texts=extra)
     vocab.save(Path(args.out))
     log.info("wrote %s: %d terms (vocab.tsv, vocab.json)", args.out, len(vocab))
+
+
+@subcommand("vocab", "build the vocabulary (vocab.tsv, vocab.json) from a collection")
+def _vocab_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--collection", required=True)
+    p.add_argument("--queries", nargs="*", default=[], help="query files whose terms join the vocabulary")
+    p.add_argument("--min-count", type=int, default=1, help="keep terms seen at least this often")
+    p.add_argument("--out", required=True, help="vocabulary directory")
+    p.set_defaults(handler=_vocab)
 
 
 def _store(args: argparse.Namespace) -> None:
@@ -130,6 +252,17 @@ def _store(args: argparse.Namespace) -> None:
 
         count = build_store(Path(args.input), Vocabulary.load(args.vocab), Path(args.out), kind=args.kind)
     log.info("wrote %s: token store of %d %s texts", args.out, count, args.kind)
+
+
+@subcommand("store", "encode an id<TAB>text file into a token store")
+def _store_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--input", required=True)
+    p.add_argument("--kind", required=True, choices=["collection", "queries"])
+    tokens = p.add_mutually_exclusive_group(required=True)
+    tokens.add_argument("--vocab", help="vocabulary directory (BlingFire words)")
+    tokens.add_argument("--encoder", help="pre-trained encoder whose WordPiece ids to store: 'minilm' or a directory")
+    p.add_argument("--out", required=True, help="store directory")
+    p.set_defaults(handler=_store)
 
 
 def _embeddings(args: argparse.Namespace) -> None:
@@ -152,6 +285,17 @@ def _embeddings(args: argparse.Namespace) -> None:
     log.info("wrote %s: %s embeddings %s", args.out, config.method, array.shape)
 
 
+@subcommand("embeddings", "train (word2vec, fasttext) or load (glove) embeddings")
+def _embeddings_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--store", nargs="+", help="collection token stores, read as one corpus (word2vec, fasttext)")
+    p.add_argument("--vocab", help="vocabulary directory (all methods but wordpiece)")
+    p.add_argument("--config", required=True, help="the embeddings config section as JSON")
+    p.add_argument("--seed", type=int, required=True)
+    p.add_argument("--out", required=True, help="embeddings .npy file")
+    p.add_argument("--threads", type=int, default=1, help="ignored: training uses one thread for determinism")
+    p.set_defaults(handler=_embeddings)
+
+
 def _examples(args: argparse.Namespace) -> None:
     from rankstudy.formats import read_qrels, read_run
     from rankstudy.train import examples
@@ -169,6 +313,20 @@ def _examples(args: argparse.Namespace) -> None:
     (examples.write_triples if args.kind == "triples" else examples.write_groups)(args.out, made)
 
 
+@subcommand("examples", "sample training triples (pairwise) or groups (listwise)")
+def _examples_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--qrels", required=True, help="train qrels")
+    p.add_argument("--candidates", required=True, help="first-stage run of the train queries")
+    p.add_argument("--out", required=True, help="triples.tsv or groups.tsv")
+    p.add_argument("--kind", required=True, choices=["triples", "groups"])
+    p.add_argument("--rel-threshold", type=int, default=1, help="lowest grade counted as a positive")
+    p.add_argument("--negatives-depth", type=int, required=True, help="negatives come from this many top candidates")
+    p.add_argument("--per-query", type=int, required=True, help="examples per query")
+    p.add_argument("--negatives", type=int, default=1, help="negatives per group (groups only)")
+    p.add_argument("--seed", type=int, required=True)
+    p.set_defaults(handler=_examples)
+
+
 def _tune_depth(args: argparse.Namespace) -> None:
     from rankstudy.atomic import atomic_open
     from rankstudy.formats import read_qrels, read_run
@@ -179,6 +337,19 @@ def _tune_depth(args: argparse.Namespace) -> None:
                               range(start, stop + 1, step), args.measure, args.rel_threshold)
     with atomic_open(args.out_json) as out:
         json.dump({"depth": depth, "measure": args.measure, "table": table.to_dict("records")}, out, indent=2)
+
+
+@subcommand("tune-depth", "pick the re-ranking depth that maximises a measure")
+def _tune_depth_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--first-stage", required=True, help="first-stage run")
+    p.add_argument("--neural", required=True, help="neural scores of the candidates (run)")
+    p.add_argument("--qrels", required=True)
+    p.add_argument("--measure", required=True, help="ir-measures string, e.g. RR@10")
+    p.add_argument("--rel-threshold", type=int, default=1)
+    p.add_argument("--depths", type=int, nargs=3, default=[5, 100, 5], metavar=("START", "STOP", "STEP"),
+                   help="depths START..STOP (inclusive) every STEP")
+    p.add_argument("--out-json", required=True, help='writes {"depth": n, "measure": m, "table": [...]}')
+    p.set_defaults(handler=_tune_depth)
 
 
 def _apply_depth(args: argparse.Namespace) -> None:
@@ -195,11 +366,31 @@ def _apply_depth(args: argparse.Namespace) -> None:
     write_run(args.out, rerank_to_depth(read_run(args.first_stage), read_run(args.neural), depth), args.tag)
 
 
+@subcommand("apply-depth", "re-rank the top depth candidates (depth from tune-depth)")
+def _apply_depth_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--first-stage", required=True)
+    p.add_argument("--neural", required=True)
+    depth = p.add_mutually_exclusive_group(required=True)
+    depth.add_argument("--depth-json", help="output of tune-depth")
+    depth.add_argument("--depth", type=int, help="a fixed depth instead (no dev split to tune it on)")
+    p.add_argument("--out", required=True, help="TREC run")
+    p.add_argument("--tag", required=True)
+    p.set_defaults(handler=_apply_depth)
+
+
 def _ensemble(args: argparse.Namespace) -> None:
     from rankstudy.formats import read_run, write_run
     from rankstudy.rerank import ensemble
 
     write_run(args.out, ensemble([read_run(path) for path in args.runs]), args.tag)
+
+
+@subcommand("ensemble", "average the scores of several runs (same candidates)")
+def _ensemble_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--runs", nargs="+", required=True)
+    p.add_argument("--out", required=True)
+    p.add_argument("--tag", required=True)
+    p.set_defaults(handler=_ensemble)
 
 
 def _select_seed(args: argparse.Namespace) -> None:
@@ -211,6 +402,15 @@ def _select_seed(args: argparse.Namespace) -> None:
         raise StudyError(f"select-seed: one run per training log, got {len(args.logs)} logs and {len(args.runs)} runs")
     chosen = best_validated([read_log(path) for path in args.logs], args.logs)
     write_run(args.out, read_run(args.runs[chosen]), args.tag)
+
+
+@subcommand("select-seed", "the run of the seed whose training validated best")
+def _select_seed_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--logs", nargs="+", required=True, help="each seed's training log.csv")
+    p.add_argument("--runs", nargs="+", required=True, help="each seed's run, in the same order")
+    p.add_argument("--out", required=True)
+    p.add_argument("--tag", required=True)
+    p.set_defaults(handler=_select_seed)
 
 
 def _merge_folds(args: argparse.Namespace) -> None:
@@ -225,6 +425,16 @@ def _merge_folds(args: argparse.Namespace) -> None:
     write_run(args.out_run, run, args.tag)
 
 
+@subcommand("merge-folds", "one run and qrels from cross-validation folds' test runs")
+def _merge_folds_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--runs", nargs="+", required=True, help="each fold's run (disjoint queries)")
+    p.add_argument("--qrels", nargs="+", required=True, help="each fold's qrels, in the same order")
+    p.add_argument("--out-run", required=True)
+    p.add_argument("--out-qrels", required=True)
+    p.add_argument("--tag", required=True)
+    p.set_defaults(handler=_merge_folds)
+
+
 def _train(args: argparse.Namespace) -> None:
     from rankstudy.experiment import train_model
 
@@ -233,10 +443,37 @@ def _train(args: argparse.Namespace) -> None:
                 Path(args.dev_run), Path(args.dev_qrels), Path(args.out), args.seed, args.threads)
 
 
+@subcommand("train", "train a neural ranker (resumes from checkpoint.pt)")
+def _train_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--model", required=True, help="model name (tk, knrm, conv_knrm)")
+    p.add_argument("--model-config", required=True, help="the model's settings as JSON")
+    p.add_argument("--train-config", required=True, help="training settings as JSON (TrainConfig)")
+    p.add_argument("--embeddings", required=True)
+    p.add_argument("--examples", required=True, help="triples.tsv or groups.tsv")
+    p.add_argument("--train-queries", required=True, help="token store of the train queries")
+    p.add_argument("--documents", required=True, help="token store of the collection")
+    p.add_argument("--dev-queries", required=True, help="token store of the dev queries")
+    p.add_argument("--dev-run", required=True, help="first-stage run of the dev queries")
+    p.add_argument("--dev-qrels", required=True)
+    p.add_argument("--out", required=True, help="model directory")
+    p.add_argument("--seed", type=int, required=True)
+    p.add_argument("--threads", type=int, default=1)
+    p.set_defaults(handler=_train)
+
+
 def _export_encoder(args: argparse.Namespace) -> None:
     from rankstudy.experiment import export_encoder
 
     export_encoder(Path(args.model_dir), Path(args.embeddings), Path(args.out))
+
+
+@subcommand("export-encoder", "write a trained model's fine-tuned encoder as a Hugging Face directory "
+                              "(to warm-start other encoder models)")
+def _export_encoder_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--model-dir", required=True, help="trained model directory (config.json, model.pt)")
+    p.add_argument("--embeddings", required=True)
+    p.add_argument("--out", required=True, help="encoder directory to write")
+    p.set_defaults(handler=_export_encoder)
 
 
 def _pretrain_encoder(args: argparse.Namespace) -> None:
@@ -251,6 +488,19 @@ def _pretrain_encoder(args: argparse.Namespace) -> None:
                         Path(args.out))
 
 
+@subcommand("pretrain-encoder", "build the study's own small BERT on a collection "
+                                "(tokenizer, word-vector rows, optional masked-LM pre-training)")
+def _pretrain_encoder_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--collection", required=True, help="collection TSV (masked-LM text; WordPiece training)")
+    p.add_argument("--vocab", required=True, help="vocabulary directory of the word vectors")
+    p.add_argument("--embeddings", required=True, help="word vectors (embeddings.npy) aligned with the vocabulary")
+    p.add_argument("--config", required=True, help="JSON of rankstudy.nn.study_encoder.StudyEncoderConfig")
+    p.add_argument("--seed", type=int, required=True)
+    p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--out", required=True, help="encoder directory to write")
+    p.set_defaults(handler=_pretrain_encoder)
+
+
 def _rerank(args: argparse.Namespace) -> None:
     from rankstudy.experiment import rerank_run
 
@@ -259,10 +509,31 @@ def _rerank(args: argparse.Namespace) -> None:
                args.max_query_length, args.max_doc_length, args.device, args.threads)
 
 
+@subcommand("rerank", "score first-stage candidates with a trained model")
+def _rerank_arguments(p: argparse.ArgumentParser) -> None:
+    _scoring_arguments(p, batch_size=64)
+    p.add_argument("--candidates", required=True, help="first-stage run")
+    p.add_argument("--out", required=True)
+    p.add_argument("--tag", required=True)
+    p.add_argument("--depth", type=int, required=True, help="candidates scored per query")
+    p.set_defaults(handler=_rerank)
+
+
 def _tk_table2(args: argparse.Namespace) -> None:
     from rankstudy.report.tk import table2
 
     table2(args.metrics, json.loads(args.rows), Path(args.out_prefix), args.depth, args.scaled, args.efficiency)
+
+
+@subcommand("tk-table2", "the TK paper's Table 2 from metric CSVs")
+def _tk_table2_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--metrics", nargs="+", required=True)
+    p.add_argument("--rows", required=True, help="JSON list of {run, model, dataset, rerank, full, baseline}")
+    p.add_argument("--efficiency", help="efficiency CSV: adds the docs/ms column (CPU) per model")
+    p.add_argument("--depth", type=int, required=True, help="candidates of the re-rank task (caption)")
+    p.add_argument("--scaled", default="", help="caption note on scaled-down settings")
+    p.add_argument("--out-prefix", required=True)
+    p.set_defaults(handler=_tk_table2)
 
 
 def _tk_queries(args: argparse.Namespace) -> None:
@@ -270,6 +541,18 @@ def _tk_queries(args: argparse.Namespace) -> None:
 
     best_worst_queries(args.metrics, args.queries, args.qrels, Path(args.out_prefix), args.count,
                        first_table=args.first_table)
+
+
+@subcommand("tk-queries", "the TK paper's Tables 3-4: best and worst test queries")
+def _tk_queries_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--metrics", nargs="+", required=True,
+                   help="metric CSVs of the runs on the test split, one per table")
+    p.add_argument("--queries", nargs="+", required=True, help="each run's test queries")
+    p.add_argument("--qrels", nargs="+", required=True, help="each run's test qrels")
+    p.add_argument("--count", type=int, default=5)
+    p.add_argument("--first-table", type=int, default=3, help="the paper's number of the first table")
+    p.add_argument("--out-prefix", required=True)
+    p.set_defaults(handler=_tk_queries)
 
 
 def _tk_view(args: argparse.Namespace) -> None:
@@ -292,6 +575,24 @@ def _tk_view(args: argparse.Namespace) -> None:
            args.kernels)
 
 
+@subcommand("tk-view", "the TK paper's interpretability view (HTML)")
+def _tk_view_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--model-dir", nargs="+", required=True,
+                   help="the trained model; several: the one whose log.csv validated best (as select-seed)")
+    p.add_argument("--embeddings", required=True)
+    p.add_argument("--vocab", required=True)
+    p.add_argument("--collection", required=True)
+    p.add_argument("--queries", required=True)
+    p.add_argument("--qrels", required=True)
+    p.add_argument("--first-stage", required=True, help="first-stage run of the same queries")
+    p.add_argument("--neural", required=True, help="TK's run of the same queries")
+    p.add_argument("--out", required=True, help="HTML file")
+    p.add_argument("--kernels", type=float, nargs="+", default=[1.0, 0.9, 0.7, 0.5], help="kernel centres to colour")
+    p.add_argument("--max-query-length", type=int, default=30)
+    p.add_argument("--max-doc-length", type=int, default=200)
+    p.set_defaults(handler=_tk_view)
+
+
 def _regions(args: argparse.Namespace) -> None:
     from rankstudy.experiment import write_regions
 
@@ -300,10 +601,26 @@ def _regions(args: argparse.Namespace) -> None:
                   args.max_doc_length, args.device, args.threads)
 
 
+@subcommand("regions", "TKL's top regions in the top documents of a run (CSV)")
+def _regions_arguments(p: argparse.ArgumentParser) -> None:
+    _scoring_arguments(p, batch_size=32)
+    p.add_argument("--run", required=True, help="the model's own run (its top documents are analysed)")
+    p.add_argument("--out", required=True, help="CSV")
+    p.add_argument("--depth", type=int, default=30)
+    p.set_defaults(handler=_regions)
+
+
 def _summary(args: argparse.Namespace) -> None:
     from rankstudy.report.summary import write_summary
 
     write_summary(args.metrics, args.out)
+
+
+@subcommand("summary", "DVC's metrics.json and test.csv from the metric CSVs")
+def _summary_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--metrics", default="results/metrics", help="folder of {dataset}/{system}.{split}.csv")
+    p.add_argument("--out", default="summary", help="output folder")
+    p.set_defaults(handler=_summary)
 
 
 def _longdoc_report(args: argparse.Namespace) -> None:
@@ -326,6 +643,20 @@ def _longdoc_report(args: argparse.Namespace) -> None:
         longdoc.max_length_figure(args.metrics, spec["points"], out)
     else:
         longdoc.region_figure(args.regions, out)
+
+
+@subcommand("longdoc-report", "the TKL paper's tables and figures")
+def _longdoc_report_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("what", choices=["table", "evidence", "fig1", "fig2", "fig3"])
+    p.add_argument("--spec", default="{}", help="JSON: rows/splits/caption (table), runs/top/boundary (evidence, fig1), points (fig2)")
+    p.add_argument("--metrics", nargs="*", default=[], help="metric CSVs (table, fig2)")
+    p.add_argument("--efficiency", help="efficiency CSV: adds a docs/ms column (table)")
+    p.add_argument("--qrels", help="test qrels (evidence, fig1)")
+    p.add_argument("--truth", help="synthetic truth.json (evidence)")
+    p.add_argument("--store", help="token store of the collection: document lengths (fig1)")
+    p.add_argument("--regions", help="regions CSV (fig3)")
+    p.add_argument("--out-prefix", required=True)
+    p.set_defaults(handler=_longdoc_report)
 
 
 def _socialformer_report(args: argparse.Namespace) -> None:
@@ -359,10 +690,34 @@ def _socialformer_report(args: argparse.Namespace) -> None:
                                             spec["partitions"])
 
 
+@subcommand("socialformer-report", "the Socialformer paper's tables and figures")
+def _socialformer_report_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("what", choices=["table1", "table2", "fig4", "fig5", "fig6", "curves"])
+    p.add_argument("--spec", default="{}", help="JSON: rows/columns/caption (tables); runs [{label, dataset, "
+                   "system}]/measure/split/edges/rel_threshold (fig6); model/length/sparsity or sparsities/... (fig4, fig5)")
+    p.add_argument("--metrics", nargs="*", default=[], help="metric CSVs (tables, fig6)")
+    p.add_argument("--qrels", help="qrels: the positive documents (fig6), the figure's document (fig4, fig5)")
+    p.add_argument("--collection", help="WordPiece token store of the collection (fig4-6)")
+    p.add_argument("--queries", help="WordPiece token store of the queries (fig4, fig5)")
+    p.add_argument("--threads", type=int, default=1, help="torch threads (fig4, fig5)")
+    p.add_argument("--logs", nargs="*", default=[], help="runs' log.csv files, one per spec label (curves)")
+    p.add_argument("--out-prefix", required=True)
+    p.set_defaults(handler=_socialformer_report)
+
+
 def _efficiency(args: argparse.Namespace) -> None:
     from rankstudy.efficiency import write_efficiency
 
     write_efficiency(json.loads(args.models), json.loads(args.setup), Path(args.out))
+
+
+@subcommand("efficiency", "re-ranking throughput, training steps/s and peak memory of models")
+def _efficiency_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--models", required=True, help='JSON {name: {"model": class, ...settings}}')
+    p.add_argument("--setup", required=True,
+                   help='JSON {"batch", "doc_length", "query_length", "dim", "vocab", "repeats", "threads", "train_batch"}')
+    p.add_argument("--out", required=True, help="CSV")
+    p.set_defaults(handler=_efficiency)
 
 
 def _truncation(args: argparse.Namespace) -> None:
@@ -383,6 +738,22 @@ def _truncation(args: argparse.Namespace) -> None:
                    Path(args.grid_out) if args.grid_out else None)
 
 
+@subcommand("truncation", "ranked-list truncation study (Choppy Table 1) on a run")
+def _truncation_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--run", required=True, help="TREC run with scores")
+    p.add_argument("--qrels", required=True)
+    p.add_argument("--config", required=True, help="the truncation config section as JSON")
+    p.add_argument("--seed", type=int, required=True)
+    target = p.add_mutually_exclusive_group(required=True)
+    target.add_argument("--out", help="output directory of the study (every method, both metrics)")
+    target.add_argument("--grid-out", help="only train Choppy over the d x heads grid (Fig. 2) and write this CSV")
+    p.add_argument("--threads", type=int, default=1, help="torch threads (1: the same numbers on every run)")
+    p.add_argument("--train-qids", help="file with one train query id per line (else a seeded split)")
+    p.add_argument("--dev-qids")
+    p.add_argument("--test-qids")
+    p.set_defaults(handler=_truncation)
+
+
 def _choppy_report(args: argparse.Namespace) -> None:
     from rankstudy.report import choppy
 
@@ -395,6 +766,15 @@ def _choppy_report(args: argparse.Namespace) -> None:
         choppy.figure2(studies, args.names, Path(args.out_prefix))
 
 
+@subcommand("choppy-report", "the Choppy paper's Table 1 and Figures 1-2")
+def _choppy_report_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("what", choices=["table1", "fig1", "fig2"])
+    p.add_argument("--studies", nargs="+", required=True, help="truncation output directories")
+    p.add_argument("--names", nargs="+", required=True, help="run-type name of each study")
+    p.add_argument("--out-prefix", required=True)
+    p.set_defaults(handler=_choppy_report)
+
+
 def _claims(args: argparse.Namespace) -> None:
     from rankstudy.report.claims import scoreboard, write_scoreboard
 
@@ -405,6 +785,13 @@ def _claims(args: argparse.Namespace) -> None:
     table = scoreboard(claims)
     write_scoreboard(table, Path(args.out_prefix))
     log.info("claims: %s", ", ".join(f"{n} {o}" for o, n in table["outcome"].value_counts().items()))
+
+
+@subcommand("claims", "the claims scoreboard: each paper's claims tested on per-query values")
+def _claims_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--spec", required=True, help='JSON {"claims": [...]}: the claims resolved by the workflow (rule claims)')
+    p.add_argument("--out-prefix", required=True, help="writes PREFIX.csv and PREFIX.md")
+    p.set_defaults(handler=_claims)
 
 
 def _check_expected(args: argparse.Namespace) -> None:
@@ -428,328 +815,8 @@ def _check_expected(args: argparse.Namespace) -> None:
         raise StudyError(f"{summary} (listed above)")
 
 
-def _reproduction(args: argparse.Namespace) -> None:
-    from rankstudy.report.reproduction import reproduction, write_reproduction
-
-    comparable = not args.not_comparable
-    table = reproduction(args.reported, args.tables_dir, comparable)
-    write_reproduction(table, Path(args.out_prefix), comparable)
-    log.info("reproduction: %s", ", ".join(f"{n} {s}" for s, n in table["status"].value_counts().items())
-             if comparable else "this config's data is not comparable with the papers'")
-
-
-def _scoring_arguments(parser: argparse.ArgumentParser, batch_size: int) -> None:
-    """What every command that scores with a trained model needs: the model, its inputs, and how to run it."""
-    parser.add_argument("--model-dir", required=True)
-    parser.add_argument("--embeddings", required=True)
-    parser.add_argument("--queries", required=True, help="token store of the queries")
-    parser.add_argument("--documents", required=True, help="token store of the collection")
-    parser.add_argument("--batch-size", type=int, default=batch_size)
-    parser.add_argument("--max-query-length", type=int, default=30)
-    parser.add_argument("--max-doc-length", type=int, default=200)
-    parser.add_argument("--device", default="auto")
-    parser.add_argument("--threads", type=int, default=1)
-
-
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m rankstudy", description=__doc__.splitlines()[0])
-    parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
-    commands = parser.add_subparsers(dest="command", required=True)
-
-    p = commands.add_parser("dataset", help="write a dataset in the study's layout")
-    p.add_argument("--name", required=True, help="dataset name (config key)")
-    p.add_argument("--config", required=True, help="the dataset's config section as JSON")
-    p.add_argument("--seed", type=int, required=True, help="the study seed")
-    p.add_argument("--out", required=True, help="output directory (data/{dataset})")
-    p.set_defaults(handler=_dataset)
-
-    p = commands.add_parser("index", help="build a Lucene index with Anserini and check its statistics")
-    p.add_argument("--collection", required=True)
-    p.add_argument("--out", required=True, help="index directory")
-    p.add_argument("--threads", type=int, default=1)
-    p.add_argument("--expected-stats", help='JSON {"documents": N, "total_terms": M} to check exactly')
-    p.add_argument("--terms-tolerance", type=float, default=0.01,
-                   help="allowed relative difference between index total terms and the collection estimate")
-    p.add_argument("--timing", help="write Anserini vs pipeline wall times here (JSON)")
-    p.set_defaults(handler=_index)
-
-    p = commands.add_parser("official-candidates",
-                            help="a split's own candidate lists (ir_datasets scoreddocs) as a first-stage run")
-    p.add_argument("--ids", nargs="+", required=True, help="the ir_datasets id(s) of the split")
-    p.add_argument("--queries", required=True, help="the split's exported queries (the run keeps these)")
-    p.add_argument("--hits", type=int, required=True)
-    p.add_argument("--out", required=True)
-    p.add_argument("--tag", required=True)
-    p.set_defaults(handler=_official_candidates)
-
-    p = commands.add_parser("dense-index", help="encode a collection into pyserini's FAISS index (dense first stage)")
-    p.add_argument("--collection", required=True)
-    p.add_argument("--config", required=True, help="JSON DenseConfig: encoder, kind, pooling, l2_norm, max_length, ...")
-    p.add_argument("--out", required=True, help="index directory")
-    p.add_argument("--device", default="auto")
-    p.set_defaults(handler=_dense_index)
-
-    p = commands.add_parser("dense-search", help="first-stage retrieval with pyserini's FaissSearcher")
-    p.add_argument("--index", required=True)
-    p.add_argument("--queries", required=True)
-    p.add_argument("--config", required=True, help="JSON DenseConfig (the index's)")
-    p.add_argument("--hits", type=int, default=100)
-    p.add_argument("--out", required=True, help="TREC run file")
-    p.add_argument("--tag", required=True)
-    p.add_argument("--device", default="auto")
-    p.add_argument("--threads", type=int, default=1)
-    p.set_defaults(handler=_dense_search)
-
-    p = commands.add_parser("search", help="first-stage retrieval (BM25 or QL) with Anserini")
-    p.add_argument("--index", required=True)
-    p.add_argument("--queries", required=True)
-    p.add_argument("--out", required=True, help="TREC run file")
-    p.add_argument("--model", required=True, choices=["bm25", "ql"])
-    p.add_argument("--params", default="{}", help='JSON model parameters, e.g. {"k1": 0.9, "b": 0.4} or {"mu": 1000}')
-    p.add_argument("--hits", type=int, default=100)
-    p.add_argument("--threads", type=int, default=1)
-    p.add_argument("--timing", help="write Anserini vs pipeline wall times here (JSON)")
-    p.set_defaults(handler=_search)
-
-    p = commands.add_parser("evaluate", help="evaluate a run with ir-measures into long-format CSV")
-    p.add_argument("--run", required=True)
-    p.add_argument("--qrels", required=True)
-    p.add_argument("--out", required=True)
-    p.add_argument("--measures", nargs="+", required=True)
-    p.add_argument("--rel-threshold", type=int, default=1, help="lowest grade counted relevant by binary measures")
-    p.add_argument("--dataset", required=True)
-    p.add_argument("--system", required=True)
-    p.add_argument("--split", required=True)
-    p.set_defaults(handler=_evaluate)
-
-    p = commands.add_parser("first-stage-table", help="systems x measures table of the first-stage runs")
-    p.add_argument("--metrics", nargs="+", required=True, help="metric CSVs from 'evaluate'")
-    p.add_argument("--measures", nargs="+", required=True, help="columns, in order")
-    p.add_argument("--out-prefix", required=True, help="writes PREFIX.csv, PREFIX.md and PREFIX.tex")
-    p.set_defaults(handler=_first_stage_table)
-
-    p = commands.add_parser("vocab", help="build the vocabulary (vocab.tsv, vocab.json) from a collection")
-    p.add_argument("--collection", required=True)
-    p.add_argument("--queries", nargs="*", default=[], help="query files whose terms join the vocabulary")
-    p.add_argument("--min-count", type=int, default=1, help="keep terms seen at least this often")
-    p.add_argument("--out", required=True, help="vocabulary directory")
-    p.set_defaults(handler=_vocab)
-
-    p = commands.add_parser("store", help="encode an id<TAB>text file into a token store")
-    p.add_argument("--input", required=True)
-    p.add_argument("--kind", required=True, choices=["collection", "queries"])
-    tokens = p.add_mutually_exclusive_group(required=True)
-    tokens.add_argument("--vocab", help="vocabulary directory (BlingFire words)")
-    tokens.add_argument("--encoder", help="pre-trained encoder whose WordPiece ids to store: 'minilm' or a directory")
-    p.add_argument("--out", required=True, help="store directory")
-    p.set_defaults(handler=_store)
-
-    p = commands.add_parser("embeddings", help="train (word2vec, fasttext) or load (glove) embeddings")
-    p.add_argument("--store", nargs="+", help="collection token stores, read as one corpus (word2vec, fasttext)")
-    p.add_argument("--vocab", help="vocabulary directory (all methods but wordpiece)")
-    p.add_argument("--config", required=True, help="the embeddings config section as JSON")
-    p.add_argument("--seed", type=int, required=True)
-    p.add_argument("--out", required=True, help="embeddings .npy file")
-    p.add_argument("--threads", type=int, default=1, help="ignored: training uses one thread for determinism")
-    p.set_defaults(handler=_embeddings)
-
-    p = commands.add_parser("examples", help="sample training triples (pairwise) or groups (listwise)")
-    p.add_argument("--qrels", required=True, help="train qrels")
-    p.add_argument("--candidates", required=True, help="first-stage run of the train queries")
-    p.add_argument("--out", required=True, help="triples.tsv or groups.tsv")
-    p.add_argument("--kind", required=True, choices=["triples", "groups"])
-    p.add_argument("--rel-threshold", type=int, default=1, help="lowest grade counted as a positive")
-    p.add_argument("--negatives-depth", type=int, required=True, help="negatives come from this many top candidates")
-    p.add_argument("--per-query", type=int, required=True, help="examples per query")
-    p.add_argument("--negatives", type=int, default=1, help="negatives per group (groups only)")
-    p.add_argument("--seed", type=int, required=True)
-    p.set_defaults(handler=_examples)
-
-    p = commands.add_parser("tune-depth", help="pick the re-ranking depth that maximises a measure")
-    p.add_argument("--first-stage", required=True, help="first-stage run")
-    p.add_argument("--neural", required=True, help="neural scores of the candidates (run)")
-    p.add_argument("--qrels", required=True)
-    p.add_argument("--measure", required=True, help="ir-measures string, e.g. RR@10")
-    p.add_argument("--rel-threshold", type=int, default=1)
-    p.add_argument("--depths", type=int, nargs=3, default=[5, 100, 5], metavar=("START", "STOP", "STEP"),
-                   help="depths START..STOP (inclusive) every STEP")
-    p.add_argument("--out-json", required=True, help='writes {"depth": n, "measure": m, "table": [...]}')
-    p.set_defaults(handler=_tune_depth)
-
-    p = commands.add_parser("apply-depth", help="re-rank the top depth candidates (depth from tune-depth)")
-    p.add_argument("--first-stage", required=True)
-    p.add_argument("--neural", required=True)
-    depth = p.add_mutually_exclusive_group(required=True)
-    depth.add_argument("--depth-json", help="output of tune-depth")
-    depth.add_argument("--depth", type=int, help="a fixed depth instead (no dev split to tune it on)")
-    p.add_argument("--out", required=True, help="TREC run")
-    p.add_argument("--tag", required=True)
-    p.set_defaults(handler=_apply_depth)
-
-    p = commands.add_parser("ensemble", help="average the scores of several runs (same candidates)")
-    p.add_argument("--runs", nargs="+", required=True)
-    p.add_argument("--out", required=True)
-    p.add_argument("--tag", required=True)
-    p.set_defaults(handler=_ensemble)
-
-    p = commands.add_parser("select-seed", help="the run of the seed whose training validated best")
-    p.add_argument("--logs", nargs="+", required=True, help="each seed's training log.csv")
-    p.add_argument("--runs", nargs="+", required=True, help="each seed's run, in the same order")
-    p.add_argument("--out", required=True)
-    p.add_argument("--tag", required=True)
-    p.set_defaults(handler=_select_seed)
-
-    p = commands.add_parser("merge-folds", help="one run and qrels from cross-validation folds' test runs")
-    p.add_argument("--runs", nargs="+", required=True, help="each fold's run (disjoint queries)")
-    p.add_argument("--qrels", nargs="+", required=True, help="each fold's qrels, in the same order")
-    p.add_argument("--out-run", required=True)
-    p.add_argument("--out-qrels", required=True)
-    p.add_argument("--tag", required=True)
-    p.set_defaults(handler=_merge_folds)
-
-    p = commands.add_parser("train", help="train a neural ranker (resumes from checkpoint.pt)")
-    p.add_argument("--model", required=True, help="model name (tk, knrm, conv_knrm)")
-    p.add_argument("--model-config", required=True, help="the model's settings as JSON")
-    p.add_argument("--train-config", required=True, help="training settings as JSON (TrainConfig)")
-    p.add_argument("--embeddings", required=True)
-    p.add_argument("--examples", required=True, help="triples.tsv or groups.tsv")
-    p.add_argument("--train-queries", required=True, help="token store of the train queries")
-    p.add_argument("--documents", required=True, help="token store of the collection")
-    p.add_argument("--dev-queries", required=True, help="token store of the dev queries")
-    p.add_argument("--dev-run", required=True, help="first-stage run of the dev queries")
-    p.add_argument("--dev-qrels", required=True)
-    p.add_argument("--out", required=True, help="model directory")
-    p.add_argument("--seed", type=int, required=True)
-    p.add_argument("--threads", type=int, default=1)
-    p.set_defaults(handler=_train)
-
-    p = commands.add_parser("export-encoder", help="write a trained model's fine-tuned encoder as a Hugging Face "
-                                                   "directory (to warm-start other encoder models)")
-    p.add_argument("--model-dir", required=True, help="trained model directory (config.json, model.pt)")
-    p.add_argument("--embeddings", required=True)
-    p.add_argument("--out", required=True, help="encoder directory to write")
-    p.set_defaults(handler=_export_encoder)
-
-    p = commands.add_parser("pretrain-encoder", help="build the study's own small BERT on a collection "
-                                                     "(tokenizer, word-vector rows, optional masked-LM pre-training)")
-    p.add_argument("--collection", required=True, help="collection TSV (masked-LM text; WordPiece training)")
-    p.add_argument("--vocab", required=True, help="vocabulary directory of the word vectors")
-    p.add_argument("--embeddings", required=True, help="word vectors (embeddings.npy) aligned with the vocabulary")
-    p.add_argument("--config", required=True, help="JSON of rankstudy.nn.study_encoder.StudyEncoderConfig")
-    p.add_argument("--seed", type=int, required=True)
-    p.add_argument("--threads", type=int, default=1)
-    p.add_argument("--out", required=True, help="encoder directory to write")
-    p.set_defaults(handler=_pretrain_encoder)
-
-    p = commands.add_parser("rerank", help="score first-stage candidates with a trained model")
-    _scoring_arguments(p, batch_size=64)
-    p.add_argument("--candidates", required=True, help="first-stage run")
-    p.add_argument("--out", required=True)
-    p.add_argument("--tag", required=True)
-    p.add_argument("--depth", type=int, required=True, help="candidates scored per query")
-    p.set_defaults(handler=_rerank)
-
-    p = commands.add_parser("tk-table2", help="the TK paper's Table 2 from metric CSVs")
-    p.add_argument("--metrics", nargs="+", required=True)
-    p.add_argument("--rows", required=True, help="JSON list of {run, model, dataset, rerank, full, baseline}")
-    p.add_argument("--efficiency", help="efficiency CSV: adds the docs/ms column (CPU) per model")
-    p.add_argument("--depth", type=int, required=True, help="candidates of the re-rank task (caption)")
-    p.add_argument("--scaled", default="", help="caption note on scaled-down settings")
-    p.add_argument("--out-prefix", required=True)
-    p.set_defaults(handler=_tk_table2)
-
-    p = commands.add_parser("tk-queries", help="the TK paper's Tables 3-4: best and worst test queries")
-    p.add_argument("--metrics", nargs="+", required=True,
-                   help="metric CSVs of the runs on the test split, one per table")
-    p.add_argument("--queries", nargs="+", required=True, help="each run's test queries")
-    p.add_argument("--qrels", nargs="+", required=True, help="each run's test qrels")
-    p.add_argument("--count", type=int, default=5)
-    p.add_argument("--first-table", type=int, default=3, help="the paper's number of the first table")
-    p.add_argument("--out-prefix", required=True)
-    p.set_defaults(handler=_tk_queries)
-
-    p = commands.add_parser("tk-view", help="the TK paper's interpretability view (HTML)")
-    p.add_argument("--model-dir", nargs="+", required=True,
-                   help="the trained model; several: the one whose log.csv validated best (as select-seed)")
-    p.add_argument("--embeddings", required=True)
-    p.add_argument("--vocab", required=True)
-    p.add_argument("--collection", required=True)
-    p.add_argument("--queries", required=True)
-    p.add_argument("--qrels", required=True)
-    p.add_argument("--first-stage", required=True, help="first-stage run of the same queries")
-    p.add_argument("--neural", required=True, help="TK's run of the same queries")
-    p.add_argument("--out", required=True, help="HTML file")
-    p.add_argument("--kernels", type=float, nargs="+", default=[1.0, 0.9, 0.7, 0.5], help="kernel centres to colour")
-    p.add_argument("--max-query-length", type=int, default=30)
-    p.add_argument("--max-doc-length", type=int, default=200)
-    p.set_defaults(handler=_tk_view)
-
-    p = commands.add_parser("regions", help="TKL's top regions in the top documents of a run (CSV)")
-    _scoring_arguments(p, batch_size=32)
-    p.add_argument("--run", required=True, help="the model's own run (its top documents are analysed)")
-    p.add_argument("--out", required=True, help="CSV")
-    p.add_argument("--depth", type=int, default=30)
-    p.set_defaults(handler=_regions)
-
-    p = commands.add_parser("longdoc-report", help="the TKL paper's tables and figures")
-    p.add_argument("what", choices=["table", "evidence", "fig1", "fig2", "fig3"])
-    p.add_argument("--spec", default="{}", help="JSON: rows/splits/caption (table), runs/top/boundary (evidence, fig1), points (fig2)")
-    p.add_argument("--metrics", nargs="*", default=[], help="metric CSVs (table, fig2)")
-    p.add_argument("--efficiency", help="efficiency CSV: adds a docs/ms column (table)")
-    p.add_argument("--qrels", help="test qrels (evidence, fig1)")
-    p.add_argument("--truth", help="synthetic truth.json (evidence)")
-    p.add_argument("--store", help="token store of the collection: document lengths (fig1)")
-    p.add_argument("--regions", help="regions CSV (fig3)")
-    p.add_argument("--out-prefix", required=True)
-    p.set_defaults(handler=_longdoc_report)
-
-    p = commands.add_parser("socialformer-report", help="the Socialformer paper's tables and figures")
-    p.add_argument("what", choices=["table1", "table2", "fig4", "fig5", "fig6", "curves"])
-    p.add_argument("--spec", default="{}", help="JSON: rows/columns/caption (tables); runs [{label, dataset, "
-                   "system}]/measure/split/edges/rel_threshold (fig6); model/length/sparsity or sparsities/... (fig4, fig5)")
-    p.add_argument("--metrics", nargs="*", default=[], help="metric CSVs (tables, fig6)")
-    p.add_argument("--qrels", help="qrels: the positive documents (fig6), the figure's document (fig4, fig5)")
-    p.add_argument("--collection", help="WordPiece token store of the collection (fig4-6)")
-    p.add_argument("--queries", help="WordPiece token store of the queries (fig4, fig5)")
-    p.add_argument("--threads", type=int, default=1, help="torch threads (fig4, fig5)")
-    p.add_argument("--logs", nargs="*", default=[], help="runs' log.csv files, one per spec label (curves)")
-    p.add_argument("--out-prefix", required=True)
-    p.set_defaults(handler=_socialformer_report)
-
-    p = commands.add_parser("efficiency", help="re-ranking throughput, training steps/s and peak memory of models")
-    p.add_argument("--models", required=True, help='JSON {name: {"model": class, ...settings}}')
-    p.add_argument("--setup", required=True,
-                   help='JSON {"batch", "doc_length", "query_length", "dim", "vocab", "repeats", "threads", "train_batch"}')
-    p.add_argument("--out", required=True, help="CSV")
-    p.set_defaults(handler=_efficiency)
-
-    p = commands.add_parser("truncation", help="ranked-list truncation study (Choppy Table 1) on a run")
-    p.add_argument("--run", required=True, help="TREC run with scores")
-    p.add_argument("--qrels", required=True)
-    p.add_argument("--config", required=True, help="the truncation config section as JSON")
-    p.add_argument("--seed", type=int, required=True)
-    target = p.add_mutually_exclusive_group(required=True)
-    target.add_argument("--out", help="output directory of the study (every method, both metrics)")
-    target.add_argument("--grid-out", help="only train Choppy over the d x heads grid (Fig. 2) and write this CSV")
-    p.add_argument("--threads", type=int, default=1, help="torch threads (1: the same numbers on every run)")
-    p.add_argument("--train-qids", help="file with one train query id per line (else a seeded split)")
-    p.add_argument("--dev-qids")
-    p.add_argument("--test-qids")
-    p.set_defaults(handler=_truncation)
-
-    p = commands.add_parser("choppy-report", help="the Choppy paper's Table 1 and Figures 1-2")
-    p.add_argument("what", choices=["table1", "fig1", "fig2"])
-    p.add_argument("--studies", nargs="+", required=True, help="truncation output directories")
-    p.add_argument("--names", nargs="+", required=True, help="run-type name of each study")
-    p.add_argument("--out-prefix", required=True)
-    p.set_defaults(handler=_choppy_report)
-
-    p = commands.add_parser("claims", help="the claims scoreboard: each paper's claims tested on per-query values")
-    p.add_argument("--spec", required=True, help='JSON {"claims": [...]}: the claims resolved by the workflow (rule claims)')
-    p.add_argument("--out-prefix", required=True, help="writes PREFIX.csv and PREFIX.md")
-    p.set_defaults(handler=_claims)
-
-    p = commands.add_parser("check-expected", help="compare a finished run's table cells with the expected file")
+@subcommand("check-expected", "compare a finished run's table cells with the expected file")
+def _check_expected_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--expected", required=True, help="the expected file (YAML; docs/claims.md)")
     given = p.add_mutually_exclusive_group(required=True)
     given.add_argument("--tables", nargs="+", help="the run's table CSVs (results/tables/NAME.csv)")
@@ -760,7 +827,19 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", help="also write the drifted cells and the summary to this file")
     p.set_defaults(handler=_check_expected)
 
-    p = commands.add_parser("reproduction", help="the papers' reported table cells beside this run's")
+
+def _reproduction(args: argparse.Namespace) -> None:
+    from rankstudy.report.reproduction import reproduction, write_reproduction
+
+    comparable = not args.not_comparable
+    table = reproduction(args.reported, args.tables_dir, comparable)
+    write_reproduction(table, Path(args.out_prefix), comparable)
+    log.info("reproduction: %s", ", ".join(f"{n} {s}" for s, n in table["status"].value_counts().items())
+             if comparable else "this config's data is not comparable with the papers'")
+
+
+@subcommand("reproduction", "the papers' reported table cells beside this run's")
+def _reproduction_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--reported", nargs="*", default=[], help="reported-cells files (config/paper/reported/*.yaml)")
     p.add_argument("--tables-dir", default="results/tables", help="the run's table folder (results/tables/NAME.csv)")
     p.add_argument("--not-comparable", action="store_true",
@@ -768,10 +847,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out-prefix", required=True, help="writes PREFIX.csv and PREFIX.md")
     p.set_defaults(handler=_reproduction)
 
-    p = commands.add_parser("summary", help="DVC's metrics.json and test.csv from the metric CSVs")
-    p.add_argument("--metrics", default="results/metrics", help="folder of {dataset}/{system}.{split}.csv")
-    p.add_argument("--out", default="summary", help="output folder")
-    p.set_defaults(handler=_summary)
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m rankstudy", description=__doc__.splitlines()[0])
+    parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    commands = parser.add_subparsers(dest="command", required=True)
+    for name, (help_text, add_arguments) in SUBCOMMANDS.items():
+        add_arguments(commands.add_parser(name, help=help_text))
     return parser
 
 
