@@ -46,7 +46,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=2)
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
-    model = load_trained(args.model_dir, args.embeddings, torch.device("cpu")).eval()
+    model, _ = load_trained(args.model_dir, args.embeddings, torch.device("cpu"))
     run = formats.read_run(args.candidates)
     run = {qid: run[qid] for qid in sorted(run)[:args.query_count]}
     queries, documents = TokenStore(args.queries), TokenStore(args.documents)

@@ -18,9 +18,9 @@ from rankstudy.models.bert_cat import BertCat, BertCatConfig
 from rankstudy.models.passage_bert import MaxP, PassageConfig
 from rankstudy.nn.pretrained import encoder_path, load_encoder, load_tokenizer, pair_inputs, save_encoder, special_ids
 from rankstudy.store import TokenStore
-from rankstudy.text.word_store import build_store
 from rankstudy.text.tokenize import tokenize
 from rankstudy.text.vocab import build_vocabulary
+from rankstudy.text.word_store import build_store
 from rankstudy.text.wordpiece import build_wordpiece_store, check_wordpiece_store, read_store_meta
 from rankstudy.train.loop import optimizer_groups
 from rankstudy.train.losses import pairwise_margin_loss

@@ -202,7 +202,8 @@ def test_tk_view_shows_the_best_validated_seed(tmp_path, monkeypatch):
         (tmp_path / name).mkdir()
         (tmp_path / name / "log.csv").write_text(f"step,loss,metric,best\n250,0.9,{peak},{peak}\n")
     loaded = []
-    monkeypatch.setattr(rankstudy.experiment, "load_trained", lambda path, *rest: loaded.append(path.name))
+    monkeypatch.setattr(rankstudy.experiment, "load_trained",
+                        lambda path, *rest: (loaded.append(path.name), rankstudy.experiment.InputSpec(30, 200)))
     monkeypatch.setattr(rankstudy.report.tk_view, "render", lambda *args: None)
     monkeypatch.setattr(rankstudy.text.vocab.Vocabulary, "load", lambda path: None)
     files = ["--embeddings", "e", "--vocab", "v", "--collection", "c", "--queries", "q", "--qrels", "r",

@@ -17,11 +17,11 @@ from rankstudy.datasets.synthetic import SyntheticConfig, generate
 from rankstudy.errors import StudyError
 from rankstudy.formats import FormatError, iter_collection, read_queries
 from rankstudy.store import TokenStore
-from rankstudy.text.word_store import build_store
 from rankstudy.text import tokenize
 from rankstudy.text.embeddings import (EmbeddingConfig, build_embeddings, load_embeddings, load_glove, save_embeddings,
                                        train_embeddings)
 from rankstudy.text.vocab import Vocabulary, build_vocabulary
+from rankstudy.text.word_store import build_store
 
 HAND_MADE = "d1\tThe cat sat.\nd2\tthe dog, the CAT!\nd3\t\nd4\tzebra\n"
 

@@ -12,9 +12,9 @@ from rankstudy.models import build_model
 from rankstudy.rerank import score_candidates
 from rankstudy.significance import wilcoxon_p
 from rankstudy.store import TokenStore
-from rankstudy.text.word_store import build_store
 from rankstudy.text.embeddings import train_embeddings
 from rankstudy.text.vocab import build_vocabulary
+from rankstudy.text.word_store import build_store
 from rankstudy.train.examples import make_triples
 from rankstudy.train.loop import TrainConfig, make_validator, train
 

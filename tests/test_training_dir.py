@@ -17,10 +17,10 @@ import torch
 
 from rankstudy import formats
 from rankstudy.errors import StudyError
-from rankstudy.text.word_store import build_store
 from rankstudy.tensorfile import load_tensors, save_tensors
 from rankstudy.text.embeddings import save_embeddings
 from rankstudy.text.vocab import build_vocabulary
+from rankstudy.text.word_store import build_store
 from rankstudy.train.examples import write_triples
 
 TRAINING = {"loss": "pairwise", "max_steps": 30, "validate_every": 10, "patience": 10, "metric": "RR@10",
@@ -182,3 +182,16 @@ def test_sigkill_during_a_checkpoint_write_then_rerun_equals_an_uninterrupted_ru
     assert not list(out.glob(".*.tmp"))
     for name in ("model.pt", "log.csv"):
         assert (out / name).read_bytes() == (inputs / "full" / name).read_bytes(), name
+
+
+def test_scoring_lengths_come_from_the_model_directory(tmp_path):
+    """rerank, regions and tk-view read the lengths a model trained at from its config.json (no flags)."""
+    from rankstudy.experiment import InputSpec, read_input_spec
+
+    (tmp_path / "config.json").write_text(json.dumps({"train": {"max_query_length": 12, "max_doc_length": 2000}}))
+    assert read_input_spec(tmp_path) == InputSpec(max_query_length=12, max_doc_length=2000)
+    (tmp_path / "config.json").write_text(json.dumps({"train": {"max_query_length": 12}}))
+    with pytest.raises(StudyError, match=r"config.json: expected train.max_query_length and train.max_doc_length"):
+        read_input_spec(tmp_path)
+    with pytest.raises(StudyError, match="no config.json; train the model first"):
+        read_input_spec(tmp_path / "absent")

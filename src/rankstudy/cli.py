@@ -32,14 +32,13 @@ def subcommand(name: str, help_text: str) -> Callable[[AddArguments], AddArgumen
 
 
 def _scoring_arguments(parser: argparse.ArgumentParser, batch_size: int) -> None:
-    """What every command that scores with a trained model needs: the model, its inputs, and how to run it."""
+    """What every command that scores with a trained model needs: the model, its inputs, and how to run it
+    (the lengths come from the model's directory: ``experiment.InputSpec``)."""
     parser.add_argument("--model-dir", required=True)
     parser.add_argument("--embeddings", required=True)
     parser.add_argument("--queries", required=True, help="token store of the queries")
     parser.add_argument("--documents", required=True, help="token store of the collection")
     parser.add_argument("--batch-size", type=int, default=batch_size)
-    parser.add_argument("--max-query-length", type=int, default=30)
-    parser.add_argument("--max-doc-length", type=int, default=200)
     parser.add_argument("--device", default="auto")
     parser.add_argument("--threads", type=int, default=1)
 
@@ -505,8 +504,7 @@ def _rerank(args: argparse.Namespace) -> None:
     from rankstudy.experiment import rerank_run
 
     rerank_run(Path(args.model_dir), Path(args.embeddings), Path(args.queries), Path(args.documents),
-               Path(args.candidates), Path(args.out), args.tag, args.depth, args.batch_size,
-               args.max_query_length, args.max_doc_length, args.device, args.threads)
+               Path(args.candidates), Path(args.out), args.tag, args.depth, args.batch_size, args.device, args.threads)
 
 
 @subcommand("rerank", "score first-stage candidates with a trained model")
@@ -569,9 +567,9 @@ def _tk_view(args: argparse.Namespace) -> None:
 
         logs = [str(Path(path) / "log.csv") for path in args.model_dir]
         model_dir = args.model_dir[best_validated([read_log(path) for path in logs], logs)]
-    model = load_trained(Path(model_dir), Path(args.embeddings), torch.device("cpu"))
+    model, spec = load_trained(Path(model_dir), Path(args.embeddings), torch.device("cpu"))
     render(model, Vocabulary.load(args.vocab), Path(args.collection), Path(args.queries), Path(args.qrels),
-           Path(args.first_stage), Path(args.neural), Path(args.out), args.max_query_length, args.max_doc_length,
+           Path(args.first_stage), Path(args.neural), Path(args.out), spec.max_query_length, spec.max_doc_length,
            args.kernels)
 
 
@@ -588,8 +586,6 @@ def _tk_view_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--neural", required=True, help="TK's run of the same queries")
     p.add_argument("--out", required=True, help="HTML file")
     p.add_argument("--kernels", type=float, nargs="+", default=[1.0, 0.9, 0.7, 0.5], help="kernel centres to colour")
-    p.add_argument("--max-query-length", type=int, default=30)
-    p.add_argument("--max-doc-length", type=int, default=200)
     p.set_defaults(handler=_tk_view)
 
 
@@ -597,8 +593,7 @@ def _regions(args: argparse.Namespace) -> None:
     from rankstudy.experiment import write_regions
 
     write_regions(Path(args.model_dir), Path(args.embeddings), Path(args.queries), Path(args.documents),
-                  Path(args.run), Path(args.out), args.depth, args.batch_size, args.max_query_length,
-                  args.max_doc_length, args.device, args.threads)
+                  Path(args.run), Path(args.out), args.depth, args.batch_size, args.device, args.threads)
 
 
 @subcommand("regions", "TKL's top regions in the top documents of a run (CSV)")

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import logging
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -19,9 +20,8 @@ from rankstudy.config import from_dict
 from rankstudy.errors import StudyError
 from rankstudy.fingerprint import fingerprint
 from rankstudy.models import MODELS, build_model
-from rankstudy.store import collection_idf
 from rankstudy.rerank import pair_batches, rerank_to_depth, score_candidates
-from rankstudy.store import TokenStore
+from rankstudy.store import TokenStore, collection_idf
 from rankstudy.tensorfile import load_tensors
 from rankstudy.text.embeddings import load_embeddings
 from rankstudy.train.examples import read_groups, read_triples
@@ -58,14 +58,33 @@ def train_model(model_name: str, model_settings: Mapping[str, Any], train_settin
                  recorded={"model_name": model_name, "model_settings": dict(model_settings), "inputs": inputs})
 
 
-def load_trained(model_dir: Path, embeddings: Path, device: torch.device) -> torch.nn.Module:
+@dataclass(frozen=True)
+class InputSpec:
+    """What a trained model reads, as its directory records it (config.json's ``train``): scoring
+    commands cut queries and documents to the lengths it was trained at, never to flags of their own."""
+    max_query_length: int
+    max_doc_length: int
+
+
+def read_input_spec(model_dir: Path) -> InputSpec:
     config_path = model_dir / "config.json"
     if not config_path.is_file():
         raise StudyError(f"{model_dir}: no config.json; train the model first")
-    config = json.loads(config_path.read_text())
+    train_settings = json.loads(config_path.read_text()).get("train") or {}
+    try:
+        return InputSpec(int(train_settings["max_query_length"]), int(train_settings["max_doc_length"]))
+    except (KeyError, TypeError, ValueError):
+        raise StudyError(f"{config_path}: expected train.max_query_length and train.max_doc_length (integers, "
+                         "written by python -m rankstudy train)") from None
+
+
+def load_trained(model_dir: Path, embeddings: Path, device: torch.device) -> tuple[torch.nn.Module, InputSpec]:
+    """(the trained model in eval mode on ``device``, the input lengths it was trained at)."""
+    spec = read_input_spec(model_dir)
+    config = json.loads((model_dir / "config.json").read_text())
     model = build_model(config["model_name"], config["model_settings"], load_embeddings(embeddings))
     model.load_state_dict(load_tensors(model_dir / "model.pt"))
-    return model.to(device).eval()
+    return model.to(device).eval(), spec
 
 
 def export_encoder(model_dir: Path, embeddings: Path, out: Path) -> None:
@@ -77,7 +96,7 @@ def export_encoder(model_dir: Path, embeddings: Path, out: Path) -> None:
     """
     from rankstudy.nn.pretrained import save_encoder
 
-    model = load_trained(model_dir, embeddings, torch.device("cpu"))
+    model, _ = load_trained(model_dir, embeddings, torch.device("cpu"))
     settings = json.loads((model_dir / "config.json").read_text())["model_settings"]
     encoder = getattr(model, "encoder", None)
     if "encoder" not in settings or not hasattr(encoder, "save_pretrained"):
@@ -88,32 +107,30 @@ def export_encoder(model_dir: Path, embeddings: Path, out: Path) -> None:
 
 
 def _scoring_model(model_dir: Path, embeddings: Path, device: str, threads: int):
-    """A trained model in eval mode on the resolved device, torch using ``threads`` threads."""
+    """(trained model in eval mode, its InputSpec, the resolved device), torch using ``threads`` threads."""
     torch.set_num_threads(max(1, threads))
     resolved = resolve_device(device)
-    return load_trained(model_dir, embeddings, resolved), resolved
+    return (*load_trained(model_dir, embeddings, resolved), resolved)
 
 
 def rerank_run(model_dir: Path, embeddings: Path, queries: Path, documents: Path, candidates: Path, out: Path,
-               tag: str, depth: int, batch_size: int, max_query_length: int, max_doc_length: int,
-               device: str = "auto", threads: int = 1) -> None:
-    """Score the top ``depth`` candidates of every query with a trained model; write a TREC run
-    (the neural order on top, the rest of the candidates after it)."""
-    model, resolved = _scoring_model(model_dir, embeddings, device, threads)
+               tag: str, depth: int, batch_size: int, device: str = "auto", threads: int = 1) -> None:
+    """Score the top ``depth`` candidates of every query with a trained model, at the lengths it was
+    trained at; write a TREC run (the neural order on top, the rest of the candidates after it)."""
+    model, spec, resolved = _scoring_model(model_dir, embeddings, device, threads)
     first_stage = formats.read_run(candidates)
     scored = score_candidates(model, first_stage, TokenStore(queries), TokenStore(documents),
-                              depth, batch_size, max_query_length, max_doc_length, resolved)
+                              depth, batch_size, spec.max_query_length, spec.max_doc_length, resolved)
     # candidates below ``depth`` follow in first-stage order, so every run ranks the same candidates
     formats.write_run(out, rerank_to_depth(first_stage, scored, depth), tag)
     log.info("re-ranked %d queries (top %d) with %s -> %s", len(scored), depth, model_dir, out)
 
 
 def write_regions(model_dir: Path, embeddings: Path, queries: Path, documents: Path, run: Path, out: Path,
-                  depth: int, batch_size: int, max_query_length: int, max_doc_length: int,
-                  device: str = "auto", threads: int = 1) -> None:
+                  depth: int, batch_size: int, device: str = "auto", threads: int = 1) -> None:
     """TKL's top regions for each query's top ``depth`` documents of ``run``, as CSV rows
     (qid, docid, rank, region, start, end); start = end = -1 where a document has fewer regions."""
-    model, resolved = _scoring_model(model_dir, embeddings, device, threads)
+    model, spec, resolved = _scoring_model(model_dir, embeddings, device, threads)
     if not hasattr(model, "score_with_regions"):
         raise StudyError(f"{model_dir}: a {type(model).__name__} model selects no regions (TKL does)")
     query_store, document_store = TokenStore(queries), TokenStore(documents)
@@ -121,8 +138,8 @@ def write_regions(model_dir: Path, embeddings: Path, queries: Path, documents: P
              for rank, (docid, _) in enumerate(ranking[:depth], 1)]
     rows = []
     with torch.inference_mode():
-        for chunk, query, docs in pair_batches(pairs, query_store, document_store, batch_size, max_query_length,
-                                               max_doc_length, resolved):
+        for chunk, query, docs in pair_batches(pairs, query_store, document_store, batch_size, spec.max_query_length,
+                                               spec.max_doc_length, resolved):
             _, positions = model.score_with_regions(query, docs)
             for (qid, docid, rank), spans in zip(chunk, positions.cpu().tolist()):
                 rows += [(qid, docid, rank, region, s, e) for region, (s, e) in enumerate(spans, 1)]

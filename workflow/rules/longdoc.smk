@@ -98,8 +98,6 @@ rule tkl_regions:
     threads: NEURAL["threads"]
     params:
         depth=LONGDOC["region_depth"],
-        max_query=lambda wc: training_settings(LONGDOC["regions"])["max_query_length"],
-        max_doc=lambda wc: training_settings(LONGDOC["regions"])["max_doc_length"],
         device=NEURAL["device"],
         model_dir=lambda wildcards, input: os.path.dirname(input.model),
     resources:
@@ -107,8 +105,7 @@ rule tkl_regions:
     shell:
         "python -m rankstudy regions --model-dir {params.model_dir} --embeddings {input.embeddings}"
         " --queries {input.queries} --documents {input.documents} --run {input.run} --out {output}"
-        " --depth {params.depth} --max-query-length {params.max_query} --max-doc-length {params.max_doc}"
-        " --device {params.device} --threads {threads} 2> {log}"
+        " --depth {params.depth} --device {params.device} --threads {threads} 2> {log}"
 
 
 rule tkl_fig3:

@@ -231,8 +231,6 @@ rule rerank:
         tag=lambda wc: f"{wc.model}.{wc.variant}.s{wc.seed}",
         depth=lambda wc: RUNS[wc.variant].get("rerank_depth", NEURAL["rerank"]["depth"]),
         batch=NEURAL["rerank"]["batch_size"],
-        max_query=lambda wc: training_settings(wc.variant)["max_query_length"],
-        max_doc=lambda wc: training_settings(wc.variant)["max_doc_length"],
         device=NEURAL["device"],
         model_dir=lambda wildcards, input: os.path.dirname(input.model),
     resources:
@@ -242,8 +240,8 @@ rule rerank:
     shell:
         "python -m rankstudy rerank --model-dir {params.model_dir} --embeddings {input.embeddings}"
         " --queries {input.queries} --documents {input.documents} --candidates {input.candidates} --out {output}"
-        " --tag {params.tag} --depth {params.depth} --batch-size {params.batch} --max-query-length {params.max_query}"
-        " --max-doc-length {params.max_doc} --device {params.device} --threads {threads} 2> {log}"
+        " --tag {params.tag} --depth {params.depth} --batch-size {params.batch} --device {params.device}"
+        " --threads {threads} 2> {log}"
 
 
 rule tune_depth:

@@ -91,8 +91,6 @@ rule tk_view:
     conda:
         "../../environment.yml"
     params:
-        max_query=lambda wc: training_settings(TK_QUERIES["variant"])["max_query_length"],
-        max_doc=lambda wc: training_settings(TK_QUERIES["variant"])["max_doc_length"],
         model_dirs=lambda wildcards, input: [os.path.dirname(path) for path in input.models],
     resources:
         mem_mb=2000,
@@ -100,8 +98,7 @@ rule tk_view:
     shell:
         "python -m rankstudy tk-view --model-dir {params.model_dirs} --embeddings {input.embeddings}"
         " --vocab {input.vocab} --collection {input.collection} --queries {input.queries} --qrels {input.qrels}"
-        " --first-stage {input.first_stage} --neural {input.neural} --out {output}"
-        " --max-query-length {params.max_query} --max-doc-length {params.max_doc} 2> {log}"
+        " --first-stage {input.first_stage} --neural {input.neural} --out {output} 2> {log}"
 
 
 rule efficiency:
