@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 import torch
 
-from rankstudy.models import build_model
+from rankstudy.models import MODELS, build_model
+from rankstudy.models.base import Ranker
 from rankstudy.models.tk import TK, TKConfig
 from rankstudy.nn.kernels import KernelPooling, default_mus
 
@@ -233,3 +234,13 @@ def test_heads_of_their_own_size():
     assert scores.shape == (2,) and attention.in_proj_weight.grad.abs().sum() > 0
     with pytest.raises(ValueError, match="not divisible by 3 heads"):
         TK(TKConfig(heads=3, layers=1, ff_dim=16), random_embeddings())
+
+
+def test_every_model_declares_its_capabilities_on_the_ranker_base():
+    encoder_models = {"bert_cat", "firstp", "maxp", "idcm", "parade", "sparse_bert", "socialformer"}
+    for name, (model_class, _) in MODELS.items():
+        assert issubclass(model_class, Ranker), name
+        assert model_class.TOKENIZER == ("wordpiece" if name in encoder_models else "word"), name
+        assert ("encoder." in model_class.PARAM_GROUPS) == (name in encoder_models), name
+    assert {name for name, (model_class, _) in MODELS.items() if model_class.NEEDS_IDF} == {"tkl", "drmm", "socialformer"}
+    assert {name for name, (model_class, _) in MODELS.items() if model_class.CLS_HEAD} == encoder_models - {"socialformer"}

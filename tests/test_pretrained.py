@@ -96,6 +96,16 @@ def test_wordpiece_store_round_trip(tmp_path, tokenizer):
     with pytest.raises(StudyError, match="not a WordPiece token store"):
         check_wordpiece_store(tmp_path / "v", "minilm")
 
+    # training and scoring check the stores against the ids the model reads (Ranker.TOKENIZER)
+    from rankstudy.experiment import check_token_stores
+
+    check_token_stores("bert_cat", {"encoder": "minilm"}, tmp_path / "s", tmp_path / "q")
+    check_token_stores("knrm", {}, tmp_path / "v")
+    with pytest.raises(StudyError, match="not a WordPiece token store"):
+        check_token_stores("bert_cat", {"encoder": "minilm"}, tmp_path / "s", tmp_path / "v")
+    with pytest.raises(StudyError, match=r"/s: WordPiece ids of encoder 'minilm', but KNRM reads word ids"):
+        check_token_stores("knrm", {}, tmp_path / "s")
+
 
 def test_padding_id_must_be_zero():
     with pytest.raises(StudyError, match="padding id is 1"):
@@ -179,7 +189,8 @@ def _trained_model_dir(tmp_path, model_name, settings, model):
     """A model directory as `rankstudy train` leaves it: config.json and model.pt."""
     out = tmp_path / "model"
     out.mkdir()
-    (out / "config.json").write_text(json.dumps({"model_name": model_name, "model_settings": settings}))
+    (out / "config.json").write_text(json.dumps({"model_name": model_name, "model_settings": settings,
+                                                 "train": {"max_query_length": 30, "max_doc_length": 200}}))
     torch.save(model.state_dict(), out / "model.pt")
     return out
 

@@ -20,10 +20,12 @@ from rankstudy.config import from_dict
 from rankstudy.errors import StudyError
 from rankstudy.fingerprint import fingerprint
 from rankstudy.models import MODELS, build_model
+from rankstudy.models.base import Ranker
 from rankstudy.rerank import pair_batches, rerank_to_depth, score_candidates
 from rankstudy.store import TokenStore, collection_idf
 from rankstudy.tensorfile import load_tensors
 from rankstudy.text.embeddings import load_embeddings
+from rankstudy.text.wordpiece import check_wordpiece_store, read_store_meta
 from rankstudy.train.examples import read_groups, read_triples
 from rankstudy.train.loop import TrainConfig, make_validator, resolve_device, train
 
@@ -37,11 +39,14 @@ def train_model(model_name: str, model_settings: Mapping[str, Any], train_settin
     torch.set_num_threads(max(1, threads))
     cfg = from_dict(TrainConfig, train_settings, "training")
     document_store = TokenStore(documents)
-    model_class = MODELS.get(model_name, (None,))[0]
+    if model_name not in MODELS:
+        raise StudyError(f"unknown model {model_name!r}; expected one of {', '.join(MODELS)}")
+    model_class = MODELS[model_name][0]
+    check_token_stores(model_name, model_settings, train_queries, documents, dev_queries)
     # models declaring NEEDS_IDF get ln(N / df) over the training documents (kept in their state_dict)
     vectors = load_embeddings(embeddings)  # [vocabulary, D]; empty for WordPiece models
     idf = None
-    if getattr(model_class, "NEEDS_IDF", False):
+    if model_class.NEEDS_IDF:
         idf = collection_idf(document_store, size=len(vectors) if vectors.size else None)
     torch.manual_seed(seed)
     model = build_model(model_name, model_settings, vectors, idf=idf)
@@ -56,6 +61,19 @@ def train_model(model_name: str, model_settings: Mapping[str, Any], train_settin
                           "dev_qrels": dev_qrels, "encoder": encoder if isinstance(encoder, str) else None})
     return train(model, read(examples), TokenStore(train_queries), document_store, validate, cfg, out_dir, seed,
                  recorded={"model_name": model_name, "model_settings": dict(model_settings), "inputs": inputs})
+
+
+def check_token_stores(model_name: str, model_settings: Mapping[str, Any], *stores: Path) -> None:
+    """Raise StudyError unless every store holds the ids the model reads (``Ranker.TOKENIZER``): its
+    encoder's WordPiece ids, or the study vocabulary's word ids (a store without WordPiece metadata)."""
+    model_class, config_class = MODELS[model_name]
+    for store in stores:
+        if model_class.TOKENIZER == "wordpiece":
+            check_wordpiece_store(store, from_dict(config_class, model_settings, f"models.{model_name}").encoder)
+        elif (read_store_meta(store) or {}).get("tokenizer") == "wordpiece":
+            raise StudyError(f"{store}: WordPiece ids of encoder {read_store_meta(store).get('encoder')!r}, but "
+                             f"{model_class.__name__} reads word ids of the study's vocabulary (a word2vec, fastText "
+                             "or GloVe embeddings entry)")
 
 
 @dataclass(frozen=True)
@@ -78,11 +96,10 @@ def read_input_spec(model_dir: Path) -> InputSpec:
                          "written by python -m rankstudy train)") from None
 
 
-def load_trained(model_dir: Path, embeddings: Path, device: torch.device) -> tuple[torch.nn.Module, InputSpec]:
+def load_trained(model_dir: Path, embeddings: Path, device: torch.device) -> tuple[Ranker, InputSpec]:
     """(the trained model in eval mode on ``device``, the input lengths it was trained at)."""
     spec = read_input_spec(model_dir)
-    config = json.loads((model_dir / "config.json").read_text())
-    model = build_model(config["model_name"], config["model_settings"], load_embeddings(embeddings))
+    model = build_model(*_recorded_model(model_dir), load_embeddings(embeddings))
     model.load_state_dict(load_tensors(model_dir / "model.pt"))
     return model.to(device).eval(), spec
 
@@ -97,13 +114,19 @@ def export_encoder(model_dir: Path, embeddings: Path, out: Path) -> None:
     from rankstudy.nn.pretrained import save_encoder
 
     model, _ = load_trained(model_dir, embeddings, torch.device("cpu"))
-    settings = json.loads((model_dir / "config.json").read_text())["model_settings"]
+    _, settings = _recorded_model(model_dir)
     encoder = getattr(model, "encoder", None)
     if "encoder" not in settings or not hasattr(encoder, "save_pretrained"):
         raise StudyError(f"{model_dir}: model {type(model).__name__} has no pre-trained encoder to export")
     # the head goes along where it scores h_[CLS] (not Socialformer's, which scores pooler outputs)
-    save_encoder(encoder, settings["encoder"], out, head=model.score if getattr(model, "CLS_HEAD", False) else None)
+    save_encoder(encoder, settings["encoder"], out, head=model.score if model.CLS_HEAD else None)
     log.info("wrote the fine-tuned encoder of %s to %s", model_dir, out)
+
+
+def _recorded_model(model_dir: Path) -> tuple[str, dict]:
+    """(model name, model settings) as the model's directory records them."""
+    config = json.loads((model_dir / "config.json").read_text())
+    return config["model_name"], config["model_settings"]
 
 
 def _scoring_model(model_dir: Path, embeddings: Path, device: str, threads: int):
@@ -118,6 +141,7 @@ def rerank_run(model_dir: Path, embeddings: Path, queries: Path, documents: Path
     """Score the top ``depth`` candidates of every query with a trained model, at the lengths it was
     trained at; write a TREC run (the neural order on top, the rest of the candidates after it)."""
     model, spec, resolved = _scoring_model(model_dir, embeddings, device, threads)
+    check_token_stores(*_recorded_model(model_dir), queries, documents)
     first_stage = formats.read_run(candidates)
     scored = score_candidates(model, first_stage, TokenStore(queries), TokenStore(documents),
                               depth, batch_size, spec.max_query_length, spec.max_doc_length, resolved)
@@ -131,6 +155,7 @@ def write_regions(model_dir: Path, embeddings: Path, queries: Path, documents: P
     """TKL's top regions for each query's top ``depth`` documents of ``run``, as CSV rows
     (qid, docid, rank, region, start, end); start = end = -1 where a document has fewer regions."""
     model, spec, resolved = _scoring_model(model_dir, embeddings, device, threads)
+    check_token_stores(*_recorded_model(model_dir), queries, documents)
     if not hasattr(model, "score_with_regions"):
         raise StudyError(f"{model_dir}: a {type(model).__name__} model selects no regions (TKL does)")
     query_store, document_store = TokenStore(queries), TokenStore(documents)

@@ -5,9 +5,8 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 import numpy as np
-from torch import nn
-
 from rankstudy.config import from_dict
+from rankstudy.models.base import Ranker
 from rankstudy.models.bert_cat import BertCat, BertCatConfig
 from rankstudy.models.conv_knrm import ConvKNRM, ConvKNRMConfig
 from rankstudy.models.drmm import DRMM, DRMMConfig
@@ -21,7 +20,7 @@ from rankstudy.models.sparse_bert import SparseBert, SparseBertConfig
 from rankstudy.models.tk import TK, TKConfig
 from rankstudy.models.tkl import TKL, TKLConfig
 
-MODELS: dict[str, tuple[type[nn.Module], type]] = {
+MODELS: dict[str, tuple[type[Ranker], type]] = {
     "tk": (TK, TKConfig),
     "tkl": (TKL, TKLConfig),
     "knrm": (KNRM, KNRMConfig),
@@ -41,12 +40,12 @@ MODELS: dict[str, tuple[type[nn.Module], type]] = {
 
 
 def build_model(name: str, settings: Mapping[str, Any], embeddings: np.ndarray,
-                idf: np.ndarray | None = None) -> nn.Module:
+                idf: np.ndarray | None = None) -> Ranker:
     """``idf`` (per token id) goes to models that declare ``NEEDS_IDF``; others ignore it."""
     from rankstudy.config import ConfigError
 
     if name not in MODELS:
         raise ConfigError(f"unknown model {name!r}; expected one of {', '.join(MODELS)}")
     model_class, config_class = MODELS[name]
-    extra = {"idf": idf} if getattr(model_class, "NEEDS_IDF", False) else {}
+    extra = {"idf": idf} if model_class.NEEDS_IDF else {}
     return model_class(from_dict(config_class, settings, f"models.{name}"), embeddings, **extra)

@@ -42,6 +42,7 @@ import torch
 from torch import nn
 
 from rankstudy.config import ConfigError
+from rankstudy.models.base import Ranker
 from rankstudy.nn.pretrained import (attention_dropout_override, check_encoder_options, drop_pooler, load_encoder,
                                      load_tokenizer, pair_inputs, score_head, special_ids, uses_token_types)
 
@@ -63,7 +64,7 @@ class BertCatConfig:
             raise ValueError(f"max_length must be >= 3, got {self.max_length}")
 
 
-class BertCat(nn.Module):
+class BertCat(Ranker):
     PARAM_GROUPS = {"encoder.": "encoder"}
     CLS_HEAD = True  # ``score`` reads h_[CLS]: export_encoder saves it with the encoder
     TOKENIZER = "wordpiece"  # token stores of the encoder's WordPiece ids (rankstudy.text.wordpiece)

@@ -20,6 +20,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from rankstudy.models.base import Ranker
 from rankstudy.nn.embedding import pretrained_embedding
 from rankstudy.nn.kernels import (KernelModelConfig, KernelPooling, cosine_matrix, log_soft_tf, match_mask,
                                   token_masks)
@@ -36,7 +37,7 @@ class ConvKNRMConfig(KernelModelConfig):
             raise ValueError("max_ngram and filters must be positive")
 
 
-class ConvKNRM(nn.Module):
+class ConvKNRM(Ranker):
     PARAM_GROUPS = {"embedding.": "embeddings"}
 
     def __init__(self, config: ConvKNRMConfig, embeddings: np.ndarray):

@@ -54,6 +54,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from rankstudy.models.base import Ranker
 from rankstudy.nn.embedding import pretrained_embedding
 from rankstudy.nn.kernels import cosine_matrix, match_mask, token_masks
 
@@ -88,7 +89,7 @@ class DRMMConfig:
             raise ValueError(f"gate_init must be a finite number, got {self.gate_init!r}")
 
 
-class DRMM(nn.Module):
+class DRMM(Ranker):
     PARAM_GROUPS = {"embedding.": "embeddings"}
     NEEDS_IDF = True  # training builds it with the collection's IDF (the term gating's input)
 

@@ -22,6 +22,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from rankstudy.models.base import Ranker
 from rankstudy.nn.embedding import pretrained_embedding
 from rankstudy.nn.kernels import (KernelModelConfig, KernelPooling, cosine_matrix, log_soft_tf, match_mask,
                                   token_masks)
@@ -32,7 +33,7 @@ class KNRMConfig(KernelModelConfig):
     pass
 
 
-class KNRM(nn.Module):
+class KNRM(Ranker):
     PARAM_GROUPS = {"embedding.": "embeddings"}
 
     def __init__(self, config: KNRMConfig, embeddings: np.ndarray):

@@ -40,6 +40,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
+from rankstudy.models.base import Ranker
 from rankstudy.nn.embedding import pretrained_embedding
 from rankstudy.nn.kernels import cosine_matrix, match_mask, token_masks
 
@@ -87,7 +88,7 @@ class MatchPyramidConfig:
                              f"{len(self.adaptive_pooling_size)})")
 
 
-class MatchPyramid(nn.Module):
+class MatchPyramid(Ranker):
     PARAM_GROUPS = {"embedding.": "embeddings"}
 
     def __init__(self, config: MatchPyramidConfig, embeddings: np.ndarray):

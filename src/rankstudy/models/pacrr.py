@@ -61,6 +61,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
+from rankstudy.models.base import Ranker
 from rankstudy.models.matchpyramid import check_positive, dense_scorer
 from rankstudy.nn.embedding import pretrained_embedding
 from rankstudy.nn.kernels import cosine_matrix, match_mask, token_masks
@@ -121,7 +122,7 @@ def fit_length(ids: torch.Tensor, length: int) -> torch.Tensor:
     return F.pad(ids, (0, length - ids.shape[1]), value=0)
 
 
-class PACRR(nn.Module):
+class PACRR(Ranker):
     PARAM_GROUPS = {"embedding.": "embeddings"}
 
     def __init__(self, config: PACRRConfig, embeddings: np.ndarray, idf: np.ndarray | None = None):

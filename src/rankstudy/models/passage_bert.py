@@ -55,6 +55,7 @@ import torch
 from torch import nn
 
 from rankstudy.config import ConfigError
+from rankstudy.models.base import Ranker
 from rankstudy.nn.pretrained import (PAD_ID, attention_dropout_override, check_encoder_options, drop_pooler,
                                      load_encoder, load_tokenizer, pair_inputs, score_head, special_ids,
                                      uses_token_types)
@@ -121,7 +122,7 @@ def split_passages(document: torch.Tensor, length: int, stride: int,
     return chunks, real
 
 
-class PassageRanker(nn.Module):
+class PassageRanker(Ranker):
     """The pre-trained encoder over [CLS] q [SEP] passage [SEP] pairs; subclasses pool and score."""
 
     PARAM_GROUPS = {"encoder.": "encoder"}

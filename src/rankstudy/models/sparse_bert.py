@@ -75,6 +75,7 @@ from torch import nn
 from torch.nn import functional as F
 
 from rankstudy.config import ConfigError
+from rankstudy.models.base import Ranker
 from rankstudy.nn import block_sparse
 from rankstudy.nn.pretrained import (attention_dropout_override, check_encoder_options, drop_pooler, load_encoder,
                                      load_tokenizer, pair_inputs, score_head, special_ids, uses_token_types)
@@ -141,7 +142,7 @@ def block_globals(similarity: torch.Tensor, block_of: torch.Tensor, count: int) 
     return torch.gather(F.pad(chosen, (0, 1)), 1, torch.where(block_of < 0, chosen.shape[1], block_of))
 
 
-class SparseBert(nn.Module):
+class SparseBert(Ranker):
     PARAM_GROUPS = {"encoder.": "encoder"}
     CLS_HEAD = True  # ``score`` reads h_[CLS]: export_encoder saves it with the encoder
     TOKENIZER = "wordpiece"  # token stores of the encoder's WordPiece ids (rankstudy.text.wordpiece)

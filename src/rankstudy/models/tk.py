@@ -50,6 +50,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from rankstudy.models.base import Ranker
 from rankstudy.nn.embedding import pretrained_embedding, sinusoidal_positions
 from rankstudy.nn.kernels import KernelPooling, cosine_matrix, default_mus, log_soft_tf, match_mask, token_masks
 from rankstudy.nn.transformer import ProjectedSelfAttention, encoder_forward
@@ -133,7 +134,7 @@ def build_contextualizer(model: nn.Module, config: ContextualizerConfig, embeddi
     model.kernels = KernelPooling(config.kernels_mu, config.kernels_sigma)
 
 
-class TK(nn.Module):
+class TK(Ranker):
     PARAM_GROUPS = {"embedding.": "embeddings", "contextualizer.": "contextualizer"}
 
     def __init__(self, config: TKConfig, embeddings: np.ndarray):

@@ -86,6 +86,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
+from rankstudy.models.base import Ranker
 from rankstudy.models.tk import TK, ContextualizerConfig, build_contextualizer
 from rankstudy.nn.kernels import cosine_matrix, token_masks
 
@@ -130,7 +131,7 @@ class TKLConfig(ContextualizerConfig):
             raise ValueError("cpu_slice_tokens and cpu_slice_chunks must be >= 0")
 
 
-class TKL(nn.Module):
+class TKL(Ranker):
     PARAM_GROUPS = {"embedding.": "embeddings", "contextualizer.": "contextualizer"}
     NEEDS_IDF = True  # training builds it with the collection's IDF (the salience e_i's initial values)
 

@@ -132,9 +132,9 @@ def resolve_device(name: str | torch.device) -> torch.device:
 
 
 def optimizer_groups(model: torch.nn.Module, learning_rates: Mapping[str, float]) -> list[dict]:
-    """Adam parameter groups from ``model.PARAM_GROUPS`` (prefix -> group; longest prefix wins).
-
-    Unlisted parameters are in group ``default``; frozen parameters are left out.
+    """Adam parameter groups from ``model.PARAM_GROUPS`` (``models.base.Ranker``: prefix -> group; longest
+    prefix wins). Unlisted parameters are in group ``default`` (all of a plain module's); frozen parameters
+    are left out.
     """
     prefixes: Mapping[str, str] = getattr(model, "PARAM_GROUPS", {})
     members: dict[str, list[torch.nn.Parameter]] = {}

@@ -102,6 +102,7 @@ from torch import Tensor, nn
 from torch.nn.utils.rnn import pad_sequence
 
 from rankstudy.config import ConfigError
+from rankstudy.models.base import Ranker
 from rankstudy.models.socialformer import patterns
 from rankstudy.models.socialformer.graph import SocialGraphConfig, build_social_graph, make_generator
 from rankstudy.nn.pretrained import (PAD_ID, drop_pooler, has_score_head, load_encoder, load_tokenizer, pair_inputs,
@@ -255,7 +256,7 @@ class DocumentPlan:
         return self.passages + self.circles
 
 
-class Socialformer(nn.Module):
+class Socialformer(Ranker):
     PARAM_GROUPS = {"encoder.": "encoder"}
     TOKENIZER = "wordpiece"  # token stores of the encoder's WordPiece ids (rankstudy.text.wordpiece)
     NEEDS_IDF = True  # build_model passes ``idf`` (collection_idf of the training documents)
