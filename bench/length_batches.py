@@ -20,13 +20,14 @@ import torch
 
 from rankstudy import formats
 from rankstudy.experiment import load_trained
-from rankstudy.rerank import _ranked, pair_batches, score_candidates
+from rankstudy.rerank import pair_batches, score_candidates
+from rankstudy.runs import ranked
 from rankstudy.store import TokenStore
 
 
 def candidate_order_scores(model, run, queries, documents, depth, batch_size, max_doc_length) -> dict:
     """The former path: batches in candidate order."""
-    pairs = [(qid, docid) for qid, ranking in run.items() for docid, _ in _ranked(ranking)[:depth]]
+    pairs = [(qid, docid) for qid, ranking in run.items() for docid, _ in ranked(ranking)[:depth]]
     scores = []
     with torch.inference_mode():
         for _, query, docs in pair_batches(pairs, queries, documents, batch_size, 30, max_doc_length, "cpu"):
@@ -63,7 +64,7 @@ def main() -> None:
         times["similar lengths"].append(time.perf_counter() - start)
     difference = max(abs(score - before[(qid, docid)]) for qid, ranking in now.items() for docid, score in ranking)
     rates = {name: pairs / min(values) for name, values in times.items()}
-    lengths = documents.lengths([d for ranking in run.values() for d, _ in _ranked(ranking)[:args.depth]],
+    lengths = documents.lengths([d for ranking in run.values() for d, _ in ranked(ranking)[:args.depth]],
                                 args.max_doc_length)
     print(f"{args.model_dir}: {pairs} pairs of {len(run)} queries, documents of {int(np.median(lengths))} "
           f"(median) to {lengths.max()} tokens (cap {args.max_doc_length}), batch {args.batch_size}, "

@@ -14,8 +14,8 @@ from helpers import FakeStore
 from rankstudy import cli
 from rankstudy.errors import StudyError
 from rankstudy.formats import read_qrels, read_run, write_qrels, write_run
-from rankstudy.rerank import (best_validated, ensemble, merge_disjoint, rerank_to_depth, score_candidates,
-                              tune_depth)
+from rankstudy.rerank import score_candidates
+from rankstudy.runs import best_validated, ensemble, merge_disjoint, rerank_to_depth, tune_depth
 from rankstudy.train.examples import read_groups, read_triples
 
 

@@ -329,7 +329,7 @@ def _examples_arguments(p: argparse.ArgumentParser) -> None:
 def _tune_depth(args: argparse.Namespace) -> None:
     from rankstudy.atomic import atomic_open
     from rankstudy.formats import read_qrels, read_run
-    from rankstudy.rerank import tune_depth
+    from rankstudy.runs import tune_depth
 
     start, stop, step = args.depths
     depth, table = tune_depth(read_run(args.first_stage), read_run(args.neural), read_qrels(args.qrels),
@@ -353,7 +353,7 @@ def _tune_depth_arguments(p: argparse.ArgumentParser) -> None:
 
 def _apply_depth(args: argparse.Namespace) -> None:
     from rankstudy.formats import read_run, write_run
-    from rankstudy.rerank import rerank_to_depth
+    from rankstudy.runs import rerank_to_depth
 
     if args.depth is not None:  # a fixed depth (a collection without a dev split to tune it on)
         depth = args.depth
@@ -379,7 +379,7 @@ def _apply_depth_arguments(p: argparse.ArgumentParser) -> None:
 
 def _ensemble(args: argparse.Namespace) -> None:
     from rankstudy.formats import read_run, write_run
-    from rankstudy.rerank import ensemble
+    from rankstudy.runs import ensemble
 
     write_run(args.out, ensemble([read_run(path) for path in args.runs]), args.tag)
 
@@ -395,7 +395,7 @@ def _ensemble_arguments(p: argparse.ArgumentParser) -> None:
 def _select_seed(args: argparse.Namespace) -> None:
     from rankstudy.formats import read_run, write_run
     from rankstudy.report.curves import read_log
-    from rankstudy.rerank import best_validated
+    from rankstudy.runs import best_validated
 
     if len(args.logs) != len(args.runs):
         raise StudyError(f"select-seed: one run per training log, got {len(args.logs)} logs and {len(args.runs)} runs")
@@ -414,7 +414,7 @@ def _select_seed_arguments(p: argparse.ArgumentParser) -> None:
 
 def _merge_folds(args: argparse.Namespace) -> None:
     from rankstudy.formats import read_qrels, read_run, write_qrels, write_run
-    from rankstudy.rerank import merge_disjoint
+    from rankstudy.runs import merge_disjoint
 
     if len(args.runs) != len(args.qrels):
         raise StudyError(f"merge-folds: one qrels file per run, got {len(args.runs)} runs and {len(args.qrels)} qrels")
@@ -563,7 +563,7 @@ def _tk_view(args: argparse.Namespace) -> None:
     model_dir = args.model_dir[0]
     if len(args.model_dir) > 1:  # the seed the run's select-seed chose: the best validated (as select-seed)
         from rankstudy.report.curves import read_log
-        from rankstudy.rerank import best_validated
+        from rankstudy.runs import best_validated
 
         logs = [str(Path(path) / "log.csv") for path in args.model_dir]
         model_dir = args.model_dir[best_validated([read_log(path) for path in logs], logs)]

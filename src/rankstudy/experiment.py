@@ -21,7 +21,8 @@ from rankstudy.errors import StudyError
 from rankstudy.fingerprint import fingerprint
 from rankstudy.models import MODELS, build_model
 from rankstudy.models.base import Ranker
-from rankstudy.rerank import pair_batches, rerank_to_depth, score_candidates
+from rankstudy.rerank import pair_batches, score_candidates
+from rankstudy.runs import rerank_to_depth
 from rankstudy.store import TokenStore, collection_idf
 from rankstudy.tensorfile import load_tensors
 from rankstudy.text.embeddings import load_embeddings

@@ -36,7 +36,8 @@ from rankstudy.atomic import atomic_open
 from rankstudy.errors import StudyError
 from rankstudy.evaluate import aggregate, evaluate_run, parse_measures
 from rankstudy.formats import Qrels, Run
-from rankstudy.rerank import rerank_to_depth, score_candidates
+from rankstudy.rerank import score_candidates
+from rankstudy.runs import rerank_to_depth
 from rankstudy.tensorfile import load_tensors, save_tensors
 from rankstudy.train.losses import listwise_softmax_ce, pairwise_margin_loss
 
