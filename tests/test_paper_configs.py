@@ -145,8 +145,9 @@ def test_nothing_of_the_default_study_leaks_in(dry_runs, name):
     for job in plan.jobs:
         if job.rule.startswith("dataset_"):
             assert job.json_arg("--config")["source"] == "irds"
-    # the default's second system (QL) would merge into first_stage.systems
-    assert {Path(path).name.split(".")[0] for job in plan.of("first_stage") for path in job.outputs} == {"bm25"}
+    # the default's second system (QL) would merge into first_stage.systems (Socialformer's Table 1 names its own)
+    systems = {"bm25", "ql"} if name == "socialformer" else {"bm25"}
+    assert {Path(path).name.split(".")[0] for job in plan.of("first_stage") for path in job.outputs} == systems
 
 
 def test_tk_lists_the_table2_runs_with_the_paper_settings(dry_runs):
@@ -243,8 +244,8 @@ def test_tkl_lists_table1_at_2000_and_4000_tokens_and_the_ablations(dry_runs):
 def test_socialformer_lists_table1_the_ablations_and_the_figures(dry_runs):
     plan = dry_runs("socialformer")
     counts = job_counts(plan.output)
-    # Socialformer node and edge, 7 baselines, 4 patterns left out, random edges
-    assert counts["train"] == 14 and counts["examples"] == 1
+    # Socialformer node and edge, 7 baselines, MaxP and Socialformer at 512 tokens, 4 patterns left out, random edges
+    assert counts["train"] == 16 and counts["examples"] == 1
     assert counts["socialformer_table"] == 2
     assert counts["socialformer_fig4"] == counts["socialformer_fig5"] == counts["socialformer_fig6"] == 1
     assert not {"tk_table2", "tkl_table", "truncation"} & set(counts)
@@ -273,7 +274,10 @@ def test_socialformer_lists_table1_the_ablations_and_the_figures(dry_runs):
     assert plan.one("train", "/sf-longformer/").json_arg("--model-config")["window"] == 256
     bigbird = plan.one("train", "/sf-bigbird/").json_arg("--model-config")
     assert (bigbird["pattern"], bigbird["window"], bigbird["random_keys"]) == ("bigbird", 64, 192)
-    for variant, model in (("sf-firstp", "firstp"), ("sf-parade", "parade"), ("sf-longformer", "longformer")):
+    assert plan.one("train", "/sf-node-512/").json_arg("--train-config")["max_doc_length"] == 512
+    assert "runs/msmarco-document/ql.test.run" in plan.outputs  # Table 1's QL row
+    for variant, model in (("sf-firstp", "firstp"), ("sf-parade", "parade"), ("sf-longformer", "longformer"),
+                           ("sf-maxp-512", "maxp")):
         assert f"runs/msmarco-document/{model}.{variant}.s42.test.run" in plan.outputs
     assert {job.resources.get("gpu") for job in plan.of("train") + plan.of("rerank")} == {"1"}
 
