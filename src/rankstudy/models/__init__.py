@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 import numpy as np
+
 from rankstudy.config import from_dict
 from rankstudy.models.base import Ranker
 from rankstudy.models.bert_cat import BertCat, BertCatConfig
