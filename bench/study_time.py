@@ -150,8 +150,8 @@ def main() -> None:
                  f"| {sum(cpu.values()) / 60:.1f} |")
     if args.log:
         elapsed, idle = log_occupancy(args.log, args.cores)
-        lines += ["", f"The run's log (`{args.log.name}`): {elapsed / 60:.1f} minutes from the first job's start to the "
-                  f"last job's end; fewer than {args.cores} jobs ran during {idle / 60:.1f} of them."]
+        lines += ["", f"The run's log (`{args.log.name}`): {elapsed / 60:.1f} minutes from the first job's start "
+                  f"to the last job's end; fewer than {args.cores} jobs ran during {idle / 60:.1f} of them."]
     missing = sorted(name for name in papers if name not in seen_runs)
     lines += ["", "Runs without any benchmark file (not run yet): " + (", ".join(missing) or "none") + ".",
               f"Left out: {len(stale)} files of runs the config no longer has" + (f" ({', '.join(stale)})." if stale else ".")]

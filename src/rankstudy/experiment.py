@@ -68,11 +68,15 @@ def check_token_stores(model_name: str, model_settings: Mapping[str, Any], *stor
     """Raise StudyError unless every store holds the ids the model reads (``Ranker.TOKENIZER``): its
     encoder's WordPiece ids, or the study vocabulary's word ids (a store without WordPiece metadata)."""
     model_class, config_class = MODELS[model_name]
+    if model_class.TOKENIZER == "wordpiece":
+        encoder = from_dict(config_class, model_settings, f"models.{model_name}").encoder
+        for store in stores:
+            check_wordpiece_store(store, encoder)
+        return
     for store in stores:
-        if model_class.TOKENIZER == "wordpiece":
-            check_wordpiece_store(store, from_dict(config_class, model_settings, f"models.{model_name}").encoder)
-        elif (read_store_meta(store) or {}).get("tokenizer") == "wordpiece":
-            raise StudyError(f"{store}: WordPiece ids of encoder {read_store_meta(store).get('encoder')!r}, but "
+        meta = read_store_meta(store) or {}
+        if meta.get("tokenizer") == "wordpiece":
+            raise StudyError(f"{store}: WordPiece ids of encoder {meta.get('encoder')!r}, but "
                              f"{model_class.__name__} reads word ids of the study's vocabulary (a word2vec, fastText "
                              "or GloVe embeddings entry)")
 
@@ -85,11 +89,18 @@ class InputSpec:
     max_doc_length: int
 
 
-def read_input_spec(model_dir: Path) -> InputSpec:
+def _recorded_config(model_dir: Path) -> dict:
+    """The model directory's config.json (what ``train`` recorded: model name and settings, training settings)."""
     config_path = model_dir / "config.json"
     if not config_path.is_file():
         raise StudyError(f"{model_dir}: no config.json; train the model first")
-    train_settings = json.loads(config_path.read_text()).get("train") or {}
+    return json.loads(config_path.read_text())
+
+
+def read_input_spec(model_dir: Path, config: Mapping[str, Any] | None = None) -> InputSpec:
+    """The lengths recorded in ``model_dir``'s config.json (``config``: that file, already read)."""
+    config_path = model_dir / "config.json"
+    train_settings = (config if config is not None else _recorded_config(model_dir)).get("train") or {}
     try:
         return InputSpec(int(train_settings["max_query_length"]), int(train_settings["max_doc_length"]))
     except (KeyError, TypeError, ValueError):
@@ -99,8 +110,9 @@ def read_input_spec(model_dir: Path) -> InputSpec:
 
 def load_trained(model_dir: Path, embeddings: Path, device: torch.device) -> tuple[Ranker, InputSpec]:
     """(the trained model in eval mode on ``device``, the input lengths it was trained at)."""
-    spec = read_input_spec(model_dir)
-    model = build_model(*_recorded_model(model_dir), load_embeddings(embeddings))
+    config = _recorded_config(model_dir)
+    spec = read_input_spec(model_dir, config)
+    model = build_model(config["model_name"], config["model_settings"], load_embeddings(embeddings))
     model.load_state_dict(load_tensors(model_dir / "model.pt"))
     return model.to(device).eval(), spec
 
@@ -115,7 +127,7 @@ def export_encoder(model_dir: Path, embeddings: Path, out: Path) -> None:
     from rankstudy.nn.pretrained import save_encoder
 
     model, _ = load_trained(model_dir, embeddings, torch.device("cpu"))
-    _, settings = _recorded_model(model_dir)
+    settings = _recorded_config(model_dir)["model_settings"]
     encoder = getattr(model, "encoder", None)
     if "encoder" not in settings or not hasattr(encoder, "save_pretrained"):
         raise StudyError(f"{model_dir}: model {type(model).__name__} has no pre-trained encoder to export")
@@ -124,14 +136,11 @@ def export_encoder(model_dir: Path, embeddings: Path, out: Path) -> None:
     log.info("wrote the fine-tuned encoder of %s to %s", model_dir, out)
 
 
-def _recorded_model(model_dir: Path) -> tuple[str, dict]:
-    """(model name, model settings) as the model's directory records them."""
-    config = json.loads((model_dir / "config.json").read_text())
-    return config["model_name"], config["model_settings"]
-
-
-def _scoring_model(model_dir: Path, embeddings: Path, device: str, threads: int):
-    """(trained model in eval mode, its InputSpec, the resolved device), torch using ``threads`` threads."""
+def _scoring_model(model_dir: Path, embeddings: Path, device: str, threads: int, *stores: Path):
+    """(trained model in eval mode, its InputSpec, the resolved device), torch using ``threads`` threads;
+    the token ``stores`` it will score are checked against the ids it reads first."""
+    config = _recorded_config(model_dir)
+    check_token_stores(config["model_name"], config["model_settings"], *stores)
     torch.set_num_threads(max(1, threads))
     resolved = resolve_device(device)
     return (*load_trained(model_dir, embeddings, resolved), resolved)
@@ -141,8 +150,7 @@ def rerank_run(model_dir: Path, embeddings: Path, queries: Path, documents: Path
                tag: str, depth: int, batch_size: int, device: str = "auto", threads: int = 1) -> None:
     """Score the top ``depth`` candidates of every query with a trained model, at the lengths it was
     trained at; write a TREC run (the neural order on top, the rest of the candidates after it)."""
-    model, spec, resolved = _scoring_model(model_dir, embeddings, device, threads)
-    check_token_stores(*_recorded_model(model_dir), queries, documents)
+    model, spec, resolved = _scoring_model(model_dir, embeddings, device, threads, queries, documents)
     first_stage = formats.read_run(candidates)
     scored = score_candidates(model, first_stage, TokenStore(queries), TokenStore(documents),
                               depth, batch_size, spec.max_query_length, spec.max_doc_length, resolved)
@@ -155,8 +163,7 @@ def write_regions(model_dir: Path, embeddings: Path, queries: Path, documents: P
                   depth: int, batch_size: int, device: str = "auto", threads: int = 1) -> None:
     """TKL's top regions for each query's top ``depth`` documents of ``run``, as CSV rows
     (qid, docid, rank, region, start, end); start = end = -1 where a document has fewer regions."""
-    model, spec, resolved = _scoring_model(model_dir, embeddings, device, threads)
-    check_token_stores(*_recorded_model(model_dir), queries, documents)
+    model, spec, resolved = _scoring_model(model_dir, embeddings, device, threads, queries, documents)
     if not hasattr(model, "score_with_regions"):
         raise StudyError(f"{model_dir}: a {type(model).__name__} model selects no regions (TKL does)")
     query_store, document_store = TokenStore(queries), TokenStore(documents)
