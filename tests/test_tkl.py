@@ -134,6 +134,20 @@ def test_window_sums_equal_a_brute_force_loop(size, stride):
             assert torch.allclose(sums[..., w], values[..., start:start + size].sum(-1), rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.parametrize("size, stride", [(30, 2), (4, 4), (6, 3), (1, 1), (7, 3)])
+def test_window_sums_gradient_equals_autograds(size, stride):
+    """The window sums' own backward (strides that divide the window) against autograd through unfold."""
+    from rankstudy.models.tkl import _window_sums, strided_window_sums
+
+    generator = torch.Generator().manual_seed(0)
+    for length in (1, 3, 17, 29, 30, 31, 61, 400):
+        values = torch.rand(2, 3, length, dtype=torch.float64, generator=generator, requires_grad=True)
+        weights = torch.rand(2, 3, -(-length // stride), dtype=torch.float64, generator=generator)
+        expected, = torch.autograd.grad((_window_sums(values, size, stride) * weights).sum(), values)
+        got, = torch.autograd.grad((strided_window_sums(values, size, stride) * weights).sum(), values)
+        assert torch.allclose(got, expected, rtol=1e-12, atol=1e-12), (size, stride, length)
+
+
 def test_region_selection_picks_non_overlapping_local_maxima():
     model = tiny()  # window 30, stride 2: chosen windows must be >= 15 windows apart
     scores = torch.zeros(1, 40)

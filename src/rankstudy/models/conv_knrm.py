@@ -3,7 +3,8 @@
 Equations of the paper and where they are implemented:
 
     g_i^h = ReLU(W^h · t_{i:i+h} + b^h),  h = 1..H          ``_ngrams`` (Conv1d per n-gram size)
-    M^{hq,hd}_ij = cos(g_i^{hq}, g_j^{hd})                  all H² cross-matches, ``forward``
+    M^{hq,hd}_ij = cos(g_i^{hq}, g_j^{hd})                  all H² cross-matches, ``forward`` (each
+                                                            g^h normalised once, ``_ngrams``)
     φ(M^{hq,hd}) = Σ_i log K(M^{hq,hd}_i)                    ``nn.kernels.KernelPooling``
     f(q, d) = tanh(wᵀ [φ(M^{1,1}); …; φ(M^{H,H})] + b)       ``forward`` (bias-free, no tanh)
 
@@ -22,8 +23,8 @@ from torch import nn
 
 from rankstudy.models.base import Ranker
 from rankstudy.nn.embedding import pretrained_embedding
-from rankstudy.nn.kernels import (KernelModelConfig, KernelPooling, cosine_matrix, log_soft_tf, match_mask,
-                                  token_masks)
+from rankstudy.nn.kernels import (KernelModelConfig, KernelPooling, log_soft_tf, match_mask, token_masks,
+                                  unit_vectors)
 
 
 @dataclass
@@ -54,16 +55,19 @@ class ConvKNRM(Ranker):
         nn.init.uniform_(self.dense.weight, -config.dense_init, config.dense_init)
 
     def _ngrams(self, ids: torch.Tensor) -> list[torch.Tensor]:
+        """Unit-length n-gram vectors g^h / |g^h| [B, L, filters], h = 1..H: each computed once and
+        matched against every n-gram size of the other side."""
         embedded = self.embedding(ids).transpose(1, 2)  # [B, D, L] for Conv1d
-        return [conv(embedded).transpose(1, 2) for conv in self.convolutions]
+        return [unit_vectors(conv(embedded).transpose(1, 2)) for conv in self.convolutions]
 
     def forward(self, query: torch.Tensor, document: torch.Tensor) -> torch.Tensor:
         _, q_match = token_masks(query)
         _, d_match = token_masks(document)
         matches = match_mask(q_match, d_match)
+        document_ngrams = [d.transpose(1, 2) for d in self._ngrams(document)]
         features = []
         for q in self._ngrams(query):
-            for d in self._ngrams(document):
-                soft_tf = self.kernels(cosine_matrix(q, d), matches)
+            for d in document_ngrams:
+                soft_tf = self.kernels(torch.bmm(q, d), matches)  # M^{hq,hd}: cosines of unit vectors
                 features.append(log_soft_tf(soft_tf, q_match) * self.config.log_scale)
         return self.dense(torch.cat(features, dim=1)).squeeze(1)

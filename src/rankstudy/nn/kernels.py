@@ -32,9 +32,14 @@ def token_masks(ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     return (ids != PAD_ID).float(), (ids > OOV_ID).float()
 
 
+def unit_vectors(vectors: torch.Tensor) -> torch.Tensor:
+    """Each vector of the last dimension divided by its L2 norm (zero vectors stay 0)."""
+    return F.normalize(vectors, dim=-1, eps=1e-13)
+
+
 def cosine_matrix(query: torch.Tensor, document: torch.Tensor) -> torch.Tensor:
     """[B, Lq, D] x [B, Ld, D] -> [B, Lq, Ld] cosine similarities (0 for zero vectors)."""
-    return torch.bmm(F.normalize(query, dim=-1, eps=1e-13), F.normalize(document, dim=-1, eps=1e-13).transpose(1, 2))
+    return torch.bmm(unit_vectors(query), unit_vectors(document).transpose(1, 2))
 
 
 class KernelPooling(nn.Module):
@@ -44,6 +49,8 @@ class KernelPooling(nn.Module):
             raise ValueError("kernel pooling needs as many sigmas as mus (at least one)")
         self.register_buffer("mu", torch.tensor(list(mus), dtype=torch.float32).view(1, 1, 1, -1), persistent=False)
         self.register_buffer("sigma", torch.tensor(list(sigmas), dtype=torch.float32).view(1, 1, 1, -1), persistent=False)
+        # −1 / (2σ²), so that each activation is one product and one exp (no division, no negation pass)
+        self.register_buffer("exponent_scale", -0.5 / torch.square(self.sigma), persistent=False)
 
     @property
     def count(self) -> int:
@@ -51,7 +58,7 @@ class KernelPooling(nn.Module):
 
     def activations(self, similarity: torch.Tensor, match_mask: torch.Tensor) -> torch.Tensor:
         """exp(-(M_ij - mu_k)^2 / (2 sigma_k^2)), masked: [B, Lq, Ld, K]."""
-        raw = torch.exp(-torch.square(similarity.unsqueeze(-1) - self.mu) / (2 * torch.square(self.sigma)))
+        raw = torch.exp(torch.square(similarity.unsqueeze(-1) - self.mu) * self.exponent_scale)
         return raw * match_mask.unsqueeze(-1)
 
     def forward(self, similarity: torch.Tensor, match_mask: torch.Tensor) -> torch.Tensor:
