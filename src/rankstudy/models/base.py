@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from typing import ClassVar, Mapping
 
-from torch import nn
+from torch import Tensor, nn
+
+from rankstudy.nn.pretrained import load_encoder, load_tokenizer, pair_inputs, special_ids, uses_token_types
 
 
 class Ranker(nn.Module):
@@ -26,3 +28,30 @@ class Ranker(nn.Module):
     NEEDS_IDF: ClassVar[bool] = False
     CLS_HEAD: ClassVar[bool] = False
     TOKENIZER: ClassVar[str] = "word"
+
+
+class EncoderRanker(Ranker):
+    """A ranker over a pre-trained encoder (BERT[CLS], FirstP/MaxP/PARADE/IDCM, the sparse BERTs,
+    Socialformer): it reads the encoder's own WordPiece ids, builds [CLS] q [SEP] d [SEP] inputs and
+    fine-tunes the encoder in optimiser group ``encoder``."""
+
+    PARAM_GROUPS = {"encoder.": "encoder"}
+    TOKENIZER = "wordpiece"  # token stores of the encoder's WordPiece ids (rankstudy.text.wordpiece)
+
+    def _load_encoder(self, config, **options) -> None:
+        """Set ``cls_id``, ``sep_id``, ``encoder`` (``config.encoder``'s first ``config.encoder_layers`` layers,
+        word embeddings trained if ``config.train_embeddings``) and ``use_token_types``; ``options`` go to
+        ``nn.pretrained.load_encoder``. The encoder is the first module a model creates (its weights do not
+        depend on the seed's draws)."""
+        self.cls_id, self.sep_id = special_ids(load_tokenizer(config.encoder), config.encoder)
+        self.encoder = load_encoder(config.encoder, layers=config.encoder_layers,
+                                    train_embeddings=config.train_embeddings, **options)
+        self.use_token_types = uses_token_types(self.encoder)
+
+    def encoder_inputs(self, query: Tensor, document: Tensor, max_length: int) -> dict[str, Tensor]:
+        """The encoder's keyword inputs for padded query and document ids (``nn.pretrained.pair_inputs``)."""
+        input_ids, token_type_ids, attention_mask = pair_inputs(query, document, self.cls_id, self.sep_id, max_length)
+        inputs = {"input_ids": input_ids, "attention_mask": attention_mask}
+        if self.use_token_types:
+            inputs["token_type_ids"] = token_type_ids
+        return inputs

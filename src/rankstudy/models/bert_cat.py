@@ -42,9 +42,8 @@ import torch
 from torch import nn
 
 from rankstudy.config import ConfigError
-from rankstudy.models.base import Ranker
-from rankstudy.nn.pretrained import (attention_dropout_override, check_encoder_options, drop_pooler, load_encoder,
-                                     load_tokenizer, pair_inputs, score_head, special_ids, uses_token_types)
+from rankstudy.models.base import EncoderRanker
+from rankstudy.nn.pretrained import attention_dropout_override, check_encoder_options, drop_pooler, score_head
 
 
 @dataclass
@@ -64,35 +63,24 @@ class BertCatConfig:
             raise ValueError(f"max_length must be >= 3, got {self.max_length}")
 
 
-class BertCat(Ranker):
-    PARAM_GROUPS = {"encoder.": "encoder"}
+class BertCat(EncoderRanker):
     CLS_HEAD = True  # ``score`` reads h_[CLS]: export_encoder saves it with the encoder
-    TOKENIZER = "wordpiece"  # token stores of the encoder's WordPiece ids (rankstudy.text.wordpiece)
 
     def __init__(self, config: BertCatConfig, embeddings=None):
         super().__init__()
         self.config = config
-        self.cls_id, self.sep_id = special_ids(load_tokenizer(config.encoder), config.encoder)
-        self.encoder = load_encoder(config.encoder, layers=config.encoder_layers,
-                                    train_embeddings=config.train_embeddings,
-                                    **attention_dropout_override(config.attention_dropout))
+        self._load_encoder(config, **attention_dropout_override(config.attention_dropout))
         drop_pooler(self.encoder)
         positions = getattr(self.encoder.config, "max_position_embeddings", None)
         if positions is not None and config.max_length > positions:
             raise ConfigError(f"models.bert_cat.max_length {config.max_length} exceeds encoder {config.encoder!r}'s "
                               f"{positions} positions")
-        self.use_token_types = uses_token_types(self.encoder)
         self.dropout = nn.Dropout(config.dropout)
         self.score = score_head(self.encoder, config.encoder)
 
     def inputs(self, query: torch.Tensor, document: torch.Tensor) -> dict[str, torch.Tensor]:
         """The encoder's keyword inputs for a padded batch (``nn.pretrained.pair_inputs``)."""
-        input_ids, token_type_ids, attention_mask = pair_inputs(query, document, self.cls_id, self.sep_id,
-                                                                self.config.max_length)
-        inputs = {"input_ids": input_ids, "attention_mask": attention_mask}
-        if self.use_token_types:
-            inputs["token_type_ids"] = token_type_ids
-        return inputs
+        return self.encoder_inputs(query, document, self.config.max_length)
 
     def forward(self, query: torch.Tensor, document: torch.Tensor) -> torch.Tensor:
         hidden = self.encoder(**self.inputs(query, document)).last_hidden_state[:, 0]

@@ -55,10 +55,8 @@ import torch
 from torch import nn
 
 from rankstudy.config import ConfigError
-from rankstudy.models.base import Ranker
-from rankstudy.nn.pretrained import (PAD_ID, attention_dropout_override, check_encoder_options, drop_pooler,
-                                     load_encoder, load_tokenizer, pair_inputs, score_head, special_ids,
-                                     uses_token_types)
+from rankstudy.models.base import EncoderRanker
+from rankstudy.nn.pretrained import PAD_ID, attention_dropout_override, check_encoder_options, drop_pooler, score_head
 
 
 @dataclass
@@ -122,7 +120,7 @@ def split_passages(document: torch.Tensor, length: int, stride: int,
     return chunks, real
 
 
-class PassageRanker(Ranker):
+class PassageRanker(EncoderRanker):
     """The pre-trained encoder over [CLS] q [SEP] passage [SEP] pairs; subclasses pool and score."""
 
     PARAM_GROUPS = {"encoder.": "encoder"}
@@ -133,16 +131,12 @@ class PassageRanker(Ranker):
     def __init__(self, config: FirstPConfig, embeddings=None):
         super().__init__()
         self.config = config
-        self.cls_id, self.sep_id = special_ids(load_tokenizer(config.encoder), config.encoder)
-        self.encoder = load_encoder(config.encoder, layers=config.encoder_layers,
-                                    train_embeddings=config.train_embeddings,
-                                    **attention_dropout_override(config.attention_dropout))
+        self._load_encoder(config, **attention_dropout_override(config.attention_dropout))
         drop_pooler(self.encoder)
         self.max_length = self.encoder.config.max_position_embeddings
         if config.passage_length + 4 > self.max_length:
             raise ConfigError(f"models.{self.NAME}.passage_length {config.passage_length} leaves no room for a query "
                               f"in encoder {config.encoder!r}'s {self.max_length} positions")
-        self.use_token_types = uses_token_types(self.encoder)
         self.dropout = nn.Dropout(config.dropout)
         self.score = score_head(self.encoder, config.encoder)
 
@@ -153,12 +147,7 @@ class PassageRanker(Ranker):
 
     def encode_pairs(self, query: torch.Tensor, passages: torch.Tensor) -> torch.Tensor:
         """h_[CLS] [N, H] of [CLS] query [SEP] passage [SEP] for N (query, passage) rows."""
-        input_ids, token_type_ids, attention_mask = pair_inputs(query, passages, self.cls_id, self.sep_id,
-                                                                self.max_length)
-        inputs = {"input_ids": input_ids, "attention_mask": attention_mask}
-        if self.use_token_types:
-            inputs["token_type_ids"] = token_type_ids
-        return self.encoder(**inputs).last_hidden_state[:, 0]
+        return self.encoder(**self.encoder_inputs(query, passages, self.max_length)).last_hidden_state[:, 0]
 
     def encode_passages(self, query: torch.Tensor, passages: torch.Tensor, selected: torch.Tensor) -> torch.Tensor:
         """h_[CLS] of the ``selected`` [B, P] passages [B, P, L], packed into one encoder call: [B, P, H],

@@ -75,10 +75,10 @@ from torch import nn
 from torch.nn import functional as F
 
 from rankstudy.config import ConfigError
-from rankstudy.models.base import Ranker
+from rankstudy.models.base import EncoderRanker
 from rankstudy.nn import block_sparse
-from rankstudy.nn.pretrained import (attention_dropout_override, check_encoder_options, drop_pooler, load_encoder,
-                                     load_tokenizer, pair_inputs, score_head, special_ids, uses_token_types)
+from rankstudy.nn.pretrained import (attention_dropout_override, check_encoder_options, drop_pooler, pair_inputs,
+                                     score_head)
 
 PATTERNS = ("longformer", "bigbird", "qds")
 
@@ -142,26 +142,20 @@ def block_globals(similarity: torch.Tensor, block_of: torch.Tensor, count: int) 
     return torch.gather(F.pad(chosen, (0, 1)), 1, torch.where(block_of < 0, chosen.shape[1], block_of))
 
 
-class SparseBert(Ranker):
-    PARAM_GROUPS = {"encoder.": "encoder"}
+class SparseBert(EncoderRanker):
     CLS_HEAD = True  # ``score`` reads h_[CLS]: export_encoder saves it with the encoder
-    TOKENIZER = "wordpiece"  # token stores of the encoder's WordPiece ids (rankstudy.text.wordpiece)
 
     def __init__(self, config: SparseBertConfig, embeddings=None):
         super().__init__()
         self.config = config
-        self.cls_id, self.sep_id = special_ids(load_tokenizer(config.encoder), config.encoder)
         block_sparse.register()
-        self.encoder = load_encoder(config.encoder, layers=config.encoder_layers,
-                                    train_embeddings=config.train_embeddings,
-                                    attn_implementation=block_sparse.ATTENTION_NAME,
-                                    **attention_dropout_override(config.attention_dropout))
+        self._load_encoder(config, attn_implementation=block_sparse.ATTENTION_NAME,
+                           **attention_dropout_override(config.attention_dropout))
         if self.encoder.config._attn_implementation != block_sparse.ATTENTION_NAME:
             raise ConfigError(f"models.sparse_bert: encoder {config.encoder!r} does not take a custom attention "
                               "function, which the sparse attention needs")
         drop_pooler(self.encoder)
         extend_positions(self.encoder, config.max_length)
-        self.use_token_types = uses_token_types(self.encoder)
         self.dropout = nn.Dropout(config.dropout)
         self.score = score_head(self.encoder, config.encoder)
         generator = torch.Generator().manual_seed(config.seed)

@@ -102,11 +102,10 @@ from torch import Tensor, nn
 from torch.nn.utils.rnn import pad_sequence
 
 from rankstudy.config import ConfigError
-from rankstudy.models.base import Ranker
+from rankstudy.models.base import EncoderRanker
 from rankstudy.models.socialformer import patterns
 from rankstudy.models.socialformer.graph import SocialGraphConfig, build_social_graph, make_generator
-from rankstudy.nn.pretrained import (PAD_ID, drop_pooler, has_score_head, load_encoder, load_tokenizer, pair_inputs,
-                                     score_head, special_ids, uses_token_types)
+from rankstudy.nn.pretrained import PAD_ID, drop_pooler, has_score_head, load_encoder, pair_inputs, score_head
 
 log = logging.getLogger(__name__)
 
@@ -256,17 +255,13 @@ class DocumentPlan:
         return self.passages + self.circles
 
 
-class Socialformer(Ranker):
-    PARAM_GROUPS = {"encoder.": "encoder"}
-    TOKENIZER = "wordpiece"  # token stores of the encoder's WordPiece ids (rankstudy.text.wordpiece)
+class Socialformer(EncoderRanker):
     NEEDS_IDF = True  # build_model passes ``idf`` (collection_idf of the training documents)
 
     def __init__(self, config: SocialformerConfig, embeddings=None, idf: np.ndarray | Tensor | None = None):
         super().__init__()
         self.config = config
-        self.cls_id, self.sep_id = special_ids(load_tokenizer(config.encoder), config.encoder)
-        self.encoder = load_encoder(config.encoder, config.encoder_layers,
-                                    train_embeddings=config.train_embeddings)
+        self._load_encoder(config)
         encoder_config = self.encoder.config
         positions = getattr(encoder_config, "max_position_embeddings", None)
         if positions is not None and config.max_length > positions:
@@ -276,7 +271,6 @@ class Socialformer(Ranker):
         if hidden % config.inter_heads:
             raise ConfigError(f"models.socialformer.inter_heads {config.inter_heads} does not divide the encoder's "
                               f"hidden size {hidden}")
-        self.use_token_types = uses_token_types(self.encoder)
         self.inter = nn.TransformerEncoderLayer(hidden, config.inter_heads, config.inter_feedforward,
                                                 config.dropout, batch_first=True)
         self.merge = nn.Linear(2 * hidden, hidden)
