@@ -4,6 +4,8 @@ import shlex
 
 from snakemake.utils import min_version, validate
 
+from rankstudy.study import plan_runs, system_run
+
 min_version("9.0")
 
 
@@ -140,33 +142,33 @@ def store_tokens_arg(wildcards, input):
     return f"--vocab {input.vocab}"
 
 
+# the neural runs, inheritance resolved and validated (rankstudy.study.runs; tested there)
+PLAN_RUNS = plan_runs(config)
+
+
 def base_run(variant):
     """The run that trained the model a run uses (itself, or the run it reuses/ensembles)."""
-    spec = RUNS[variant]
-    return base_run(spec.get("reuse") or spec["ensemble"]) if ("reuse" in spec or "ensemble" in spec) else variant
+    return PLAN_RUNS[variant].base
 
 
 def run_seeds(variant):
-    return RUNS[base_run(variant)].get("seeds", [config["seed"]])
+    return list(PLAN_RUNS[variant].seeds)
 
 
 def run_model(variant):
-    return RUNS[base_run(variant)]["model"]
+    return PLAN_RUNS[variant].model
 
 
 def run_embeddings(variant):
-    return RUNS[base_run(variant)]["embeddings"]
+    return PLAN_RUNS[variant].embeddings
 
 
 def training_settings(variant):
-    spec = RUNS[base_run(variant)]
-    return {**NEURAL["training"], **spec.get("training", {}), "device": NEURAL["device"]}
+    return dict(PLAN_RUNS[variant].training)
 
 
 def encoder_dir(variant, seed):
-    """The exported fine-tuned encoder a run starts from (its ``encoder_from`` run's), else None."""
-    source = RUNS[base_run(variant)].get("encoder_from")
-    return f"models/encoders/{base_run(source)}.s{seed}" if source else None
+    return PLAN_RUNS[variant].encoder_dir(seed)
 
 
 def model_encoder(model):
@@ -193,44 +195,27 @@ def model_settings(model, variant, seed):
 
 
 def tuning_depths(variant):
-    """[start, stop, step] of the depths tuned on dev, up to the depth the run re-ranks."""
-    start, stop, step = NEURAL["rerank"]["depths"]
-    stop = min(stop, RUNS[variant].get("rerank_depth", stop))
-    return [min(start, stop), stop, step]
+    return PLAN_RUNS[variant].tuning_depths(NEURAL["rerank"]["depths"])
 
 
 def full_task_depth(wildcards, input):
     """apply-depth's depth: tuned on dev (the depth JSON), else the run's fixed rerank_depth."""
     if input.depth:
         return f"--depth-json {input.depth}"
-    return f"--depth {RUNS[wildcards.system.split('.')[1]]['rerank_depth']}"
+    return f"--depth {RUNS[system_run(wildcards.system)]['rerank_depth']}"
 
 
 def model_dir(variant, seed):
-    base = base_run(variant)
-    return f"models/{RUNS[base]['train']}/{run_model(base)}/{base}/seed{seed}"
+    return PLAN_RUNS[variant].model_dir(seed)
 
 
 def run_datasets(variant):
-    """Datasets a run is evaluated on; only those the study runs (first_stage.datasets), and
-    none when its model's training data is not part of the study."""
-    if RUNS[base_run(variant)]["train"] not in FIRST_STAGE["datasets"]:
-        return []
-    return [name for name in RUNS[variant].get("evaluate", []) if name in FIRST_STAGE["datasets"]]
+    return list(PLAN_RUNS[variant].datasets)
 
 
 def neural_systems():
     """(dataset, system) pairs of every neural run to evaluate on dev and test."""
-    pairs = []
-    for variant, spec in RUNS.items():
-        model = run_model(variant)
-        for dataset in run_datasets(variant):
-            if "ensemble" in spec:
-                pairs += [(dataset, f"{model}.{variant}.ens"), (dataset, f"{model}.{variant}.ens-full")]
-                continue
-            seeds = [f"s{seed}" for seed in run_seeds(variant)] + (["best"] if selects_best_seed(variant) else [])
-            pairs += [(dataset, f"{model}.{variant}.{seed}{task}") for seed in seeds for task in ("", "-full")]
-    return pairs
+    return [(dataset, system) for run in PLAN_RUNS.values() for dataset in run.datasets for system in run.systems]
 
 
 def eval_splits(dataset, variant=None):
@@ -240,27 +225,9 @@ def eval_splits(dataset, variant=None):
     return [split for split in ("dev", "test") if split in dataset_splits(dataset) and split in wanted]
 
 
-def system_run(system):
-    """The neural.runs key in a metric-file system name (MODEL.RUN.{sSEED,best,ens}[-full])."""
-    return system.split(".")[-2]
-
-
 def neural_metrics():
     return [f"results/metrics/{dataset}/{system}.{split}.csv"
             for dataset, system in neural_systems() for split in eval_splits(dataset, system_run(system))]
-
-
-for _variant, _spec in RUNS.items():
-    _problems = [f"{key} {_spec[key]!r} is not defined" for key, known in
-                 (("model", NEURAL["models"]), ("embeddings", EMBEDDINGS), ("train", DATASETS),
-                  ("reuse", RUNS), ("ensemble", RUNS), ("encoder_from", RUNS)) if key in _spec and _spec[key] not in known]
-    _problems += [f"evaluate dataset {name!r} is not defined" for name in _spec.get("evaluate", []) if name not in DATASETS]
-    if not ({"model", "embeddings", "train"} <= set(_spec) or "reuse" in _spec or "ensemble" in _spec):
-        _problems.append("needs model, embeddings and train (or reuse / ensemble)")
-    if _spec.get("encoder_from") in RUNS and not is_wordpiece(run_embeddings(_spec["encoder_from"])):
-        _problems.append(f"encoder_from {_spec['encoder_from']!r} is not a run of an encoder (wordpiece) model")
-    if _problems:
-        raise ValueError(f"config: neural.runs.{_variant}: " + "; ".join(_problems))
 
 
 def check_sections():
@@ -354,29 +321,23 @@ CHAIN_PRIORITY = 10
 
 def chain_priority(variant):
     """Scheduling priority of a run's training: CHAIN_PRIORITY for runs that other runs start from."""
-    return CHAIN_PRIORITY if any(spec.get("encoder_from") == variant for spec in RUNS.values()) else 0
+    return CHAIN_PRIORITY if PLAN_RUNS[variant].starts_others else 0
 
 
 def selects_best_seed(variant):
-    return RUNS[variant].get("select", "first_seed") == "best_validation"
+    return PLAN_RUNS[variant].selects_best_seed
 
 
 def example_kind(variant):
-    """Training examples of a run: groups (1 positive + negatives) for the listwise loss, else triples."""
-    return "groups" if training_settings(variant)["loss"] == "listwise" else "triples"
+    return PLAN_RUNS[variant].example_kind
 
 
 def view_seeds(variant):
-    """The seeds whose models tk-view chooses from: all of them where the run is the best-validated seed."""
-    return run_seeds(variant) if selects_best_seed(variant) else run_seeds(variant)[:1]
+    return list(PLAN_RUNS[variant].view_seeds)
 
 
 def run_system(variant):
-    """The system that stands for a run in tables and claims, as in run and metric file names: its ensemble,
-    its best-validated seed (select: best_validation) or its first seed."""
-    spec = RUNS[variant]
-    suffix = "ens" if "ensemble" in spec else "best" if selects_best_seed(variant) else f"s{run_seeds(variant)[0]}"
-    return f"{run_model(variant)}.{variant}.{suffix}"
+    return PLAN_RUNS[variant].system
 
 
 def _tk_queries_run():

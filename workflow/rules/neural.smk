@@ -258,9 +258,9 @@ rule tune_depth:
     wildcard_constraints:
         system=r"[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.(s\d+|ens|best)",  # a seed, the seeds' ensemble or best seed
     params:
-        measure=lambda wc: training_settings(wc.system.split(".")[1])["metric"],
+        measure=lambda wc: training_settings(system_run(wc.system))["metric"],
         threshold=lambda wc: rel_threshold(wc.dataset, "dev"),
-        depths=lambda wc: tuning_depths(wc.system.split(".")[1]),
+        depths=lambda wc: tuning_depths(system_run(wc.system)),
     resources:
         mem_mb=1000,
         runtime=15,
