@@ -63,3 +63,16 @@ class FakeStore:
         for i, row in enumerate(rows):
             out[i, :len(row)] = row
         return out
+
+
+def assert_drawn(png, pdf=None):
+    """A figure was drawn, not just written: the PNG decodes to an image of some size with more than one
+    colour (an empty canvas is a single colour), and the PDF, if given, is a PDF."""
+    from matplotlib import image
+
+    pixels = image.imread(png)
+    assert pixels.ndim == 3 and min(pixels.shape[:2]) >= 100, f"{png}: {pixels.shape}"
+    assert float(pixels[..., :3].std()) > 0.01, f"{png} is a blank canvas"
+    if pdf is not None:
+        with open(pdf, "rb") as handle:
+            assert handle.read(5) == b"%PDF-", f"{pdf} is not a PDF"

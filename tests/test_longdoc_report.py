@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pandas as pd
 import pytest
-from helpers import metric_csv
+from helpers import assert_drawn, metric_csv
 
 from rankstudy.errors import StudyError
 from rankstudy.formats import write_qrels, write_run
@@ -83,7 +83,7 @@ def test_length_figure_probabilities_by_bucket(toy_study):
     assert by_bucket.loc["0-500", "P(relevant)"] == pytest.approx(1 / 25)
     assert by_bucket.loc[">2000", "P(top 1 | TK)"] == 0.0 and by_bucket.loc[">2000", "P(top 1 | TKL)"] == 1.0
     assert by_bucket.loc["0-500", "P(top 1 | TK)"] == pytest.approx(2 / 25)
-    assert (path / "fig1.png").stat().st_size > 0 and (path / "fig1.pdf").exists()
+    assert_drawn(path / "fig1.png", path / "fig1.pdf")
     with pytest.raises(StudyError, match="no length"):
         length_figure(runs, path / "qrels.txt", {}, path / "fig1")
 

@@ -24,9 +24,8 @@ from conftest import REPO
 from test_workflow import BIN, ENV, job_counts, workflow_copy
 
 PAPER_CONFIGS = ("tk", "tkl", "socialformer", "choppy")
-# The project's budget for a dry run is 10 s; the bound here is generous so that a busy shared
-# machine does not fail the test (measured: 3-6 s each on 2 busy cores). The time is printed.
-DRY_RUN_BOUND_S = 30.0
+# The project's budget for a dry run is 10 s, measured by bench/dry_run.py (bench/results/dry_run.md), not
+# here: a timed test fails on a busy machine and passes on a fast one whatever the code does. The time is printed.
 CLOSED_PORT = "http://127.0.0.1:9"
 
 
@@ -124,10 +123,9 @@ def dry_runs(offline_workflow):
 
 
 @pytest.mark.parametrize("name", PAPER_CONFIGS)
-def test_the_dry_run_works_offline_within_the_budget(dry_runs, offline_workflow, name):
+def test_the_dry_run_works_offline(dry_runs, offline_workflow, name):
     work, _, home = offline_workflow
     plan = dry_runs(name)
-    assert plan.seconds < DRY_RUN_BOUND_S, f"{name}: dry run took {plan.seconds:.1f} s (budget 10 s)"
     assert len(plan.jobs) == job_counts(plan.output)["total"]  # the parser saw every job
     assert not any(home.iterdir()), "the dry run touched IR_DATASETS_HOME"
     assert not (work / "data").exists()

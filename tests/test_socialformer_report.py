@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 import torch
 import yaml
-from helpers import metric_csv
+from helpers import assert_drawn, metric_csv
 
 from rankstudy.cli import main
 from rankstudy.errors import StudyError
@@ -93,7 +93,7 @@ def test_fig6_means_by_positive_document_length(tmp_path):
     assert list(table["PARADE"]) == pytest.approx([0.05, 0.25, 0.45, 0.65])
     assert list(table["Socialformer"]) == pytest.approx([0.10, 0.30, 0.50, 0.70])
     assert pd.read_csv(tmp_path / "fig6.csv").shape == (4, 4)
-    assert (tmp_path / "fig6.png").stat().st_size > 0 and (tmp_path / "fig6.pdf").exists()
+    assert_drawn(tmp_path / "fig6.png", tmp_path / "fig6.pdf")
     fewer = metric_csv(tmp_path / "few.csv", "few", "test", {"0": 0.1}, MEASURES)
     with pytest.raises(StudyError, match="different queries"):
         length_bucket_figure([*csvs, fewer], {**runs, "few": {"dataset": "d", "system": "few"}},
@@ -160,7 +160,7 @@ def test_fig4_one_panel_per_pattern_at_the_asked_density(tmp_path, with_centrali
     static = edges[edges["panel"] == "static distance"]
     far = (static["j"] - static["i"]) >= 100
     assert far.mean() < 0.4  # distance decays: a pattern-free graph would have 44 % of its pairs this far apart
-    assert (tmp_path / "fig4.png").stat().st_size > 0 and (tmp_path / "fig4.pdf").exists()
+    assert_drawn(tmp_path / "fig4.png", tmp_path / "fig4.pdf")
 
 
 def test_fig4_needs_the_centrality_it_is_told_to_use(tmp_path):

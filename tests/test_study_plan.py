@@ -91,3 +91,22 @@ def test_depths_names_and_warm_start_sources():
     assert runs["doc"].tuning_depths((10, 100, 10)) == [10, 30, 10]
     assert runs["doc"].tuning_depths((50, 100, 10)) == [30, 30, 10]
     assert system_run("tk.p1.s42-full") == "p1" and system_run("bert_cat.doc-bert.ens") == "doc-bert"
+
+
+def test_the_plan_resolves_encoders_and_warm_starts():
+    from rankstudy.study import StudyPlan
+
+    settings = config(ce={"model": "bert", "embeddings": "wp", "train": "passages"},
+                      doc={"model": "bert", "embeddings": "wp", "train": "documents", "encoder_from": "ce"},
+                      p1={"model": "tk", "embeddings": "w2v", "train": "passages"})
+    settings["neural"]["encoders"] = {"study": {"layers": 2}}
+    settings["neural"]["models"]["mini"] = {"model": "bert_cat", "encoder": "minilm"}
+    plan = StudyPlan.from_config(settings)
+    assert plan.encoder_location("study") == "encoders/study" and plan.encoder_location("minilm") == "minilm"
+    assert plan.encoder_build("study") == ["encoders/study"] and plan.encoder_build("minilm") == []
+    assert plan.model_encoder("mini") == {"encoder": "minilm"}
+    assert plan.model_settings("ce", 42) == {"encoder": "encoders/study"}
+    assert plan.model_settings("doc", 42) == {"encoder": "models/encoders/ce.s42"}  # warm start
+    assert plan.encoder_inputs("ce", 42) == ["encoders/study"]
+    assert plan.encoder_inputs("doc", 7) == ["models/encoders/ce.s7"]
+    assert plan.encoder_inputs("p1", 42) == [] and plan.model_settings("p1", 42) == {}

@@ -15,6 +15,7 @@ import pandas as pd
 import pytest
 
 from conftest import REPO
+from helpers import assert_drawn
 
 BIN = Path(sys.executable).parent
 ENV = dict(os.environ, PATH=f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}")
@@ -290,15 +291,15 @@ def test_the_tiny_study_runs_end_to_end(tiny_study):
     assert "cut sd (F1)" in choppy and "p vs Greedy-k (F1)" in choppy and "Choppy d=16, 2 heads, 1 layers" in choppy
     histogram = pd.read_csv(results / "figures" / "choppy_fig1.csv")
     assert {"run", "metric", "method", "1", "2-5"} <= set(histogram.columns)
-    assert (results / "figures" / "choppy_fig1.png").stat().st_size > 0
-    assert (results / "figures" / "choppy_fig2.pdf").stat().st_size > 0
+    for figure in ("choppy_fig1", "choppy_fig2"):
+        assert_drawn(results / "figures" / f"{figure}.png", results / "figures" / f"{figure}.pdf")
     table1 = (results / "tables" / "tkl_table1.md").read_text()
     for row in ("BM25", "PACRR", "CO-PACRR", "MatchPyramid", "BERT[CLS] (200)", "TKL (2,000)", "TKL (4,000)"):
         assert f"| {row} " in table1, row
     assert "| embedding " in (results / "tables" / "tkl_table2.md").read_text()
     assert "token 200 or later" in (results / "tables" / "tkl_evidence.md").read_text()
     for figure in ("tkl_fig1", "tkl_fig2", "tkl_fig3"):
-        assert (results / "figures" / f"{figure}.png").stat().st_size > 0, figure
+        assert_drawn(results / "figures" / f"{figure}.png", results / "figures" / f"{figure}.pdf")
     # the study encoder, saved as a Hugging Face directory (masked-LM pre-trained for 3 steps)
     for name in ("config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json", "study_encoder.json"):
         assert (work / "encoders" / "study" / name).is_file(), name

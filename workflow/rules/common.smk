@@ -4,7 +4,7 @@ import shlex
 
 from snakemake.utils import min_version, validate
 
-from rankstudy.study import plan_runs, system_run
+from rankstudy.study import StudyPlan, system_run
 
 min_version("9.0")
 
@@ -107,15 +107,10 @@ if RERANK_FROM not in SYSTEMS:
                      f"({', '.join(SYSTEMS)})")
 
 
-def encoder_location(name):
-    """The directory (or ``minilm``) the package loads for an ``encoder`` name: a study encoder
-    (a key of neural.encoders) is built to encoders/NAME by rule pretrain_encoder."""
-    return f"encoders/{name}" if name in ENCODERS else name
-
-
-def encoder_build(name):
-    """Input list of a job that loads encoder ``name``: the study encoder's directory, if it is one."""
-    return [encoder_location(name)] if name in ENCODERS else []
+# what the config asks for, validated (rankstudy.study; tested there)
+PLAN = StudyPlan.from_config(config)
+encoder_location = PLAN.encoder_location
+encoder_build = PLAN.encoder_build
 
 
 def is_wordpiece(emb):
@@ -142,8 +137,7 @@ def store_tokens_arg(wildcards, input):
     return f"--vocab {input.vocab}"
 
 
-# the neural runs, inheritance resolved and validated (rankstudy.study.runs; tested there)
-PLAN_RUNS = plan_runs(config)
+PLAN_RUNS = PLAN.runs
 
 
 def base_run(variant):
@@ -171,27 +165,8 @@ def encoder_dir(variant, seed):
     return PLAN_RUNS[variant].encoder_dir(seed)
 
 
-def model_encoder(model):
-    """A model's settings without its name, ``encoder`` resolved (``encoder_location``)."""
-    settings = {key: value for key, value in NEURAL["models"][model].items() if key != "model"}
-    if "encoder" in settings:
-        settings["encoder"] = encoder_location(settings["encoder"])
-    return settings
-
-
-def encoder_input(variant, seed):
-    """The encoder directories a run's model loads: its warm start, else its study encoder."""
-    path = encoder_dir(variant, seed)
-    return [path] if path else encoder_build(NEURAL["models"][run_model(variant)].get("encoder"))
-
-
-def model_settings(model, variant, seed):
-    """The model's settings for a run: neural.models[model] without its name, ``encoder`` warm-started."""
-    settings = model_encoder(model)
-    warm_start = encoder_dir(variant, seed)
-    if warm_start:
-        settings["encoder"] = warm_start
-    return settings
+model_encoder = PLAN.model_encoder
+encoder_input = PLAN.encoder_inputs
 
 
 def tuning_depths(variant):

@@ -173,7 +173,7 @@ rule train:
     threads: NEURAL["threads"]
     params:
         name=lambda wc: NEURAL["models"][wc.model]["model"],
-        model=lambda wc: as_json(model_settings(wc.model, wc.variant, wc.seed)),
+        model=lambda wc: as_json(PLAN.model_settings(wc.variant, wc.seed)),
         training=lambda wc: as_json(training_settings(wc.variant)),
         out=lambda wildcards, output: os.path.dirname(output.model),
     resources:
