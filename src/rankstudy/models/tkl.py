@@ -73,7 +73,8 @@ scored in slices of about ``cpu_slice_tokens`` document positions (8 documents o
 chunks in groups of ``cpu_slice_chunks`` (both measured in bench/tkl_speed.py: the activations
 stay in cache, and their memory is one slice's whatever the batch and the document length).
 Kernel activations are laid out [B, Lq, K, Ld], so the window sums reduce a strided view of the
-last dimension: no [B, Lq, windows, 30, K] tensor exists.
+last dimension: no [B, Lq, windows, 30, K] tensor exists; in training their gradient is itself a window
+sum (``strided_window_sums``) rather than autograd's scatter of every window (bench/train_step.py).
 """
 
 from __future__ import annotations
