@@ -16,6 +16,7 @@ import pytest
 import torch
 
 from rankstudy import formats
+from rankstudy.cpu_isa import pin_vector_isa
 from rankstudy.errors import StudyError
 from rankstudy.tensorfile import load_tensors, save_tensors
 from rankstudy.text.embeddings import save_embeddings
@@ -159,9 +160,16 @@ sys.exit(main(sys.argv[2:]))
 
 
 def test_sigkill_during_a_checkpoint_write_then_rerun_equals_an_uninterrupted_run(inputs, tmp_path):
-    train_here(inputs, inputs / "full")
+    # all three trainings in processes with the environment of the study's jobs (``python -m rankstudy`` pins the
+    # vector instruction set; the killed process gets the same pins): the test process's own kernels may round
+    # the logged loss otherwise
+    env = dict(os.environ)
+    pin_vector_isa(env)
+    full = subprocess.run([sys.executable, "-m", "rankstudy", *train_args(inputs, inputs / "full")], env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert full.returncode == 0, full.stderr[-2000:]
     out, marker = inputs / "killed", tmp_path / "writing"
-    process = subprocess.Popen([sys.executable, "-c", KILLER, str(marker), *train_args(inputs, out)],
+    process = subprocess.Popen([sys.executable, "-c", KILLER, str(marker), *train_args(inputs, out)], env=env,
                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
         deadline = time.monotonic() + 120
@@ -175,8 +183,8 @@ def test_sigkill_during_a_checkpoint_write_then_rerun_equals_an_uninterrupted_ru
     stale = list(out.glob(".*.tmp"))
     assert [p.name.split(".tmp")[0].split(".")[1] for p in stale] == ["checkpoint"]
     assert not (out / "model.pt").exists()
-    rerun = subprocess.run([sys.executable, "-m", "rankstudy", *train_args(inputs, out)], capture_output=True,
-                           text=True, timeout=300)
+    rerun = subprocess.run([sys.executable, "-m", "rankstudy", *train_args(inputs, out)], env=env,
+                           capture_output=True, text=True, timeout=300)
     assert rerun.returncode == 0, rerun.stderr[-2000:]
     assert "resuming" in rerun.stderr and "removed" in rerun.stderr
     assert not list(out.glob(".*.tmp"))
