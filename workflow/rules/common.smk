@@ -109,6 +109,7 @@ if RERANK_FROM not in SYSTEMS:
 
 # what the config asks for, validated (rankstudy.study; tested there)
 PLAN = StudyPlan.from_config(config)
+PLAN_RUNS = PLAN.runs
 encoder_location = PLAN.encoder_location
 encoder_build = PLAN.encoder_build
 
@@ -135,9 +136,6 @@ def store_tokens_arg(wildcards, input):
     if is_wordpiece(wildcards.emb):
         return f"--encoder {shlex.quote(encoder_location(EMBEDDINGS[wildcards.emb]['encoder']))}"
     return f"--vocab {input.vocab}"
-
-
-PLAN_RUNS = PLAN.runs
 
 
 def base_run(variant):
