@@ -120,16 +120,17 @@ def plan_runs(config: Mapping[str, Any]) -> dict[str, Run]:
     sources = {spec.get("encoder_from") for spec in entries.values()}
     runs = {}
     for name, spec in entries.items():
-        base = entries[base_of(name)]
+        base_name = base_of(name)
+        base = entries[base_name]
         source = base.get("encoder_from")
         datasets = [] if base["train"] not in studied else [d for d in spec.get("evaluate", []) if d in studied]
-        runs[name] = Run(name=name, spec=spec, base=base_of(name), seeds=tuple(base.get("seeds", [config["seed"]])),
+        runs[name] = Run(name=name, spec=spec, base=base_name, seeds=tuple(base.get("seeds", [config["seed"]])),
                          model=base["model"], embeddings=base["embeddings"], train=base["train"],
                          training={**neural["training"], **base.get("training", {}), "device": neural["device"]},
                          encoder_from=base_of(source) if source else None, datasets=tuple(datasets),
                          starts_others=name in sources)
-    for name, run in runs.items():
-        source = entries[name].get("encoder_from")
+    for name, spec in entries.items():
+        source = spec.get("encoder_from")
         if source and neural["embeddings"][runs[source].embeddings].get("method") != "wordpiece":
             raise ConfigError(f"config: neural.runs.{name}: encoder_from {source!r} is not a run of an encoder "
                               "(wordpiece) model")
