@@ -65,7 +65,7 @@ rule all:
         longdoc_outputs(),
         socialformer_outputs(),
         # a scoreboard only where some claim can be evaluated (a BM25 run of a local collection has none)
-        rules.claims.output if claims_inputs() else [],
+        rules.claims.output if PLAN.claim_inputs() else [],
         # the papers' reported cells beside this run's; a config of other data says it is not comparable
         rules.reproduction.output if REPRODUCTION["reported"] or not REPRODUCTION["comparable"] else [],
         rules.check_expected.output if config["expected"] else [],

@@ -1,9 +1,14 @@
-"""The study plan's neural runs (rankstudy.study.runs): inheritance, names, paths, validation."""
+"""The study plan (rankstudy.study): runs (inheritance, names, paths), splits and systems, claims, and the\nchecks across config sections, on configs built in memory (no Snakemake)."""
+
+from pathlib import Path
 
 import pytest
+import yaml
 
 from rankstudy.config import ConfigError
-from rankstudy.study import plan_runs
+from rankstudy.study import StudyPlan, plan_runs
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def config(**runs):
@@ -93,20 +98,99 @@ def test_depths_names_and_warm_start_sources():
     assert system_run("tk.p1.s42-full") == "p1" and system_run("bert_cat.doc-bert.ens") == "doc-bert"
 
 
-def test_the_plan_resolves_encoders_and_warm_starts():
-    from rankstudy.study import StudyPlan
+def study_config(override=""):
+    """config/config.yaml with a YAML override merged in as Snakemake merges --configfile, schema defaults
+    filled in (what common.smk hands StudyPlan.from_config)."""
+    from snakemake.utils import update_config, validate
 
-    settings = config(ce={"model": "bert", "embeddings": "wp", "train": "passages"},
-                      doc={"model": "bert", "embeddings": "wp", "train": "documents", "encoder_from": "ce"},
-                      p1={"model": "tk", "embeddings": "w2v", "train": "passages"})
-    settings["neural"]["encoders"] = {"study": {"layers": 2}}
-    settings["neural"]["models"]["mini"] = {"model": "bert_cat", "encoder": "minilm"}
-    plan = StudyPlan.from_config(settings)
-    assert plan.encoder_location("study") == "encoders/study" and plan.encoder_location("minilm") == "minilm"
-    assert plan.encoder_build("study") == ["encoders/study"] and plan.encoder_build("minilm") == []
+    settings = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())
+    update_config(settings, yaml.safe_load(override) or {})
+    validate(settings, str(ROOT / "workflow" / "schemas" / "config.schema.yaml"))
+    return settings
+
+
+def test_the_plan_resolves_encoders_and_warm_starts():
+    plan = StudyPlan.from_config(study_config("""
+neural:
+  models: {mini: {model: bert_cat, encoder: minilm}}
+  runs:
+    ce: {model: ce_passage, embeddings: study, train: synthetic-passage}
+    doc: {model: ce_passage, embeddings: study, train: synthetic-doc, encoder_from: ce}
+"""))
+    study_encoder = plan.models["ce_passage"]["encoder"]
+    assert plan.encoder_location(study_encoder) == f"encoders/{study_encoder}"
+    assert plan.encoder_location("minilm") == "minilm"
+    assert plan.encoder_build(study_encoder) == [f"encoders/{study_encoder}"] and plan.encoder_build("minilm") == []
     assert plan.model_encoder("mini") == {"encoder": "minilm"}
-    assert plan.model_settings("ce", 42) == {"encoder": "encoders/study"}
-    assert plan.model_settings("doc", 42) == {"encoder": "models/encoders/ce.s42"}  # warm start
-    assert plan.encoder_inputs("ce", 42) == ["encoders/study"]
+    assert plan.model_settings("ce", 42)["encoder"] == f"encoders/{study_encoder}"
+    assert plan.model_settings("doc", 42)["encoder"] == "models/encoders/ce.s42"  # warm start
+    assert plan.encoder_inputs("ce", 42) == [f"encoders/{study_encoder}"]
     assert plan.encoder_inputs("doc", 7) == ["models/encoders/ce.s7"]
-    assert plan.encoder_inputs("p1", 42) == [] and plan.model_settings("p1", 42) == {}
+    assert plan.encoder_inputs("p1", 42) == [] and "encoder" not in plan.model_settings("p1", 42)
+
+
+def test_the_default_plan_names_splits_systems_and_claims():
+    plan = StudyPlan.from_config(study_config())
+    assert plan.dataset_splits("synthetic-doc") == ["train", "dev", "test"]
+    assert plan.system_splits("bm25", "synthetic-doc") == ["train", "dev", "test"]
+    assert plan.eval_splits("synthetic-doc", "sf-random") == ["test"]  # splits: [test]
+    assert ("synthetic-passage", "tk.p1.s42-full") in plan.neural_systems()
+    assert plan.truncation_names() == ["bm25", "tk"]
+    claims = {row["id"]: row for row in plan.claims}
+    assert claims["tk-beats-bm25"]["a"]["path"] == "results/metrics/synthetic-passage/tk.p1.best.test.csv"
+    assert claims["tk-beats-bm25"]["b"]["path"] == "results/metrics/synthetic-passage/bm25.test.csv"
+    assert claims["tkl-gain-late"]["subset"]["truth"] == "data/synthetic-doc/truth.json"
+    assert all(row["not_run"] is None for row in plan.claims)
+    assert "results/truncation/tk/per_query.csv" in plan.claim_inputs()
+
+
+def test_claims_on_data_the_config_does_not_run_are_reported_not_run():
+    plan = StudyPlan.from_config(study_config("first_stage: {datasets: [synthetic-passage]}"))
+    rows = {row["id"]: row for row in plan.claims}
+    assert rows["tkl-gain-late"]["not_run"].startswith("dataset synthetic-doc is not part of this config; ")
+    assert rows["tk-beats-bm25"]["not_run"] is None
+    assert not any(path.startswith("results/metrics/synthetic-doc/") for path in plan.claim_inputs())
+
+
+def claim(**keys):
+    """A config with one claim, its keys changed or added by the test."""
+    entry = {"id": "x", "paper": "TKL", "statement": "s", "dataset": "synthetic-doc", "measure": "nDCG@10",
+             "a": "{run: tkl-2k}", "b": "{run: d1}", **keys}
+    return "claims:\n  - {" + ", ".join(f"{key}: {value}" for key, value in entry.items()) + "}\n"
+
+
+@pytest.mark.parametrize("override, message", [
+    ("first_stage:\n  datasets: [nowhere]\n", "first_stage.datasets names 'nowhere'"),
+    ("neural:\n  embeddings:\n    w2v: {corpus: [synthetic-passage, nowhere]}\n",
+     "neural.embeddings.w2v names dataset 'nowhere', which is not a key of datasets"),
+    ("neural:\n  rerank: {first_stage: dense}\n", "neural.rerank.first_stage names 'dense'"),
+    ("neural:\n  models:\n    tk: {model: tk, layer: 2}\n", "neural.models.tk: unknown key(s) layer"),
+    ("neural:\n  models:\n    tk: {model: tk, heads: -1}\n", "neural.models.tk: "),
+    ("neural:\n  efficiency:\n    models:\n      tk: {model: tk, ff_dims: 8}\n",
+     "neural.efficiency.models.tk: unknown key(s) ff_dims"),
+    ("neural:\n  runs:\n    p1:\n      training: {metric: RR@ten}\n", "neural.runs.p1.training"),
+    ("neural:\n  runs:\n    p1: {splits: [test]}\n", "neural.runs.p1 is not evaluated on a 'dev' split"),
+    ("neural:\n  runs:\n    sf-node: {encoder_from: p1}\n", "neural.runs.sf-node: encoder_from 'p1' is not a run of an encoder"),
+    ("neural:\n  table2_runs: [p1, p9]\n", "neural.table2_runs names 'p9'"),
+    ("neural:\n  query_tables: [p9]\n", "neural.query_tables names 'p9'"),
+    ("longdoc:\n  compare: {TK: p1}\n", "longdoc names run 'p1', which is not a neural.runs entry evaluated on"),
+    ("socialformer:\n  table2_columns: {dev: [RR@10]}\n",
+     "socialformer.table2 shows dev columns, but run 'sf-no-static-distance' is not evaluated on dev"),
+    ("socialformer:\n  curves: {x: sf-random-reuse}\nneural:\n  runs:\n    sf-random-reuse: {reuse: sf-random}\n",
+     "socialformer.curves names 'sf-random-reuse', which is not a trained neural.runs entry"),
+    ("socialformer:\n  fig6: {measure: MAP@7}\n", "socialformer uses measure 'MAP@7'"),
+    ("socialformer:\n  graph_run: sf-maxp\n", "socialformer.graph_run 'sf-maxp' is not a Socialformer run"),
+    (claim(b="{run: nowhere}"), "claims: claim 'x': run 'nowhere' is not a key of neural.runs"),
+    (claim(b="{system: tk.d1.s99}"), "claim 'x': system 'tk.d1.s99' is neither a first_stage system"),
+    (claim(direction="not_worse"), "claim 'x': a margin goes with direction not_worse, and only with it"),
+    (claim(measure="MAP@7"), "claim 'x': measure 'MAP@7' is not in evaluation.measures"),
+    (claim(split="dev", a="{run: sf-random}"), "claim 'x': run 'sf-random' is evaluated on test, not 'dev'"),
+    (claim(b="{value: 0.5}", a="{value: 0.1}"), "claim 'x': a is a system; only b may be a fixed value"),
+    (claim(b="{method: Choppy}"), "claim 'x': {method: ...} needs the claim's truncation key"),
+    (claim(split="validation"), "claim 'x': split 'validation' is not a split of synthetic-doc"),
+    (claim(dataset="nowhere"), "claim 'x': dataset 'nowhere' is not a key of datasets"),
+])
+def test_a_bad_config_fails_naming_the_key(override, message):
+    with pytest.raises(ConfigError) as error:
+        StudyPlan.from_config(study_config(override))
+    assert str(error.value).startswith("config: ") and message in str(error.value)

@@ -1,4 +1,4 @@
-"""Config sections checked through their dataclasses when the DAG is built (workflow/rules/common.smk).
+"""Config sections checked through their dataclasses when the DAG is built (rankstudy.study.checks).
 
 The JSON schema closes every section whose keys it can list; a model's keys depend on its class, so
 ``neural.models`` (and ``neural.efficiency.models``) and each run's merged training settings are

@@ -1,9 +1,9 @@
-# The claims scoreboard (docs/claims.md): the claims resolved in common.smk (CLAIM_ROWS), evaluated by
+# The claims scoreboard (docs/claims.md): the claims resolved by the plan (PLAN.claims, rankstudy.study.claims), evaluated by
 # rankstudy.report.claims.
 
 rule claims:
     input:
-        claims_inputs(),
+        PLAN.claim_inputs(),
     output:
         report("results/claims.csv", caption="../report/claims.rst", category="1. Claims"),
         "results/claims.md",
@@ -12,7 +12,7 @@ rule claims:
     conda:
         "../../environment.yml"
     params:
-        spec=as_json({"claims": CLAIM_ROWS}),
+        spec=as_json({"claims": PLAN.claims}),
         prefix=lambda wildcards, output: output[0].removesuffix(".csv"),
     resources:
         mem_mb=2000,

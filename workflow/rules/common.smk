@@ -4,43 +4,30 @@ import shlex
 
 from snakemake.utils import min_version, validate
 
-from rankstudy.study import StudyPlan, system_run
+from rankstudy.study import StudyPlan, checks as study_checks, system_run
 
 min_version("9.0")
 
 
 validate(config, "../schemas/config.schema.yaml")
 
+# what the config asks for, validated (rankstudy.study; tested there)
+PLAN = StudyPlan.from_config(config)
+PLAN_RUNS = PLAN.runs
 DATASETS = config["datasets"]
 FIRST_STAGE = config["first_stage"]
 SYSTEMS = FIRST_STAGE["systems"]
-SYNTHETIC_SPLITS = ["train", "dev", "test"]
-
-for _name in FIRST_STAGE["datasets"]:
-    if _name not in DATASETS:
-        raise ValueError(
-            f"config: first_stage.datasets names {_name!r}, which is not a key of datasets "
-            f"(known: {', '.join(DATASETS) or 'none'})"
-        )
+dataset_splits = PLAN.dataset_splits
+rel_threshold = PLAN.rel_threshold
+system_splits = PLAN.system_splits
+eval_splits = PLAN.eval_splits
+neural_systems = PLAN.neural_systems
+truncation_names = PLAN.truncation_names
 
 
 wildcard_constraints:
     dataset=r"[A-Za-z0-9_-]+",
     split=r"[A-Za-z0-9_-]+",
-
-
-def dataset_splits(name):
-    """The splits a dataset provides, known when the DAG is built."""
-    dataset = DATASETS[name]
-    if dataset["source"] == "synthetic":
-        return SYNTHETIC_SPLITS
-    return list(dataset[dataset["source"]]["splits"])
-
-
-def rel_threshold(name, split):
-    """Lowest relevant grade on a dataset's split: the dataset's (per split or for all), else evaluation's."""
-    threshold = DATASETS[name].get("rel_threshold", config["evaluation"]["rel_threshold"])
-    return threshold.get(split, config["evaluation"]["rel_threshold"]) if isinstance(threshold, dict) else threshold
 
 
 # Lucene systems search the index; official ones are an irds split's own candidate lists (scoreddocs)
@@ -54,15 +41,6 @@ DENSE_KEYS = ("encoder", "kind", "pooling", "l2_norm", "max_length", "batch_size
 def dense_config(system):
     """The DenseConfig JSON of a dense system (its encoder settings, no first-stage keys)."""
     return as_json({key: value for key, value in SYSTEMS[system].items() if key in DENSE_KEYS})
-
-
-def system_splits(system, dataset):
-    """The splits of a dataset a first-stage system runs on (its ``splits``, else all); official candidates
-    exist only for irds datasets."""
-    if system in OFFICIAL_SYSTEMS and DATASETS[dataset]["source"] != "irds":
-        return []
-    wanted = SYSTEMS[system].get("splits")
-    return [split for split in dataset_splits(dataset) if wanted is None or split in wanted]
 
 
 def irds_split_ids(dataset, split):
@@ -93,23 +71,10 @@ def gpus(device):
 # ---- neural runs -------------------------------------------------------------------------
 NEURAL = config["neural"]
 EMBEDDINGS = NEURAL["embeddings"]
-for _emb, _spec in EMBEDDINGS.items():
-    for _name in ([_spec["dataset"]] if "dataset" in _spec else []) + _spec.get("corpus", []):
-        if _name not in DATASETS:
-            raise ValueError(f"config: neural.embeddings.{_emb} names dataset {_name!r}, "
-                             "which is not a key of datasets")
 ENCODERS = NEURAL["encoders"]
 RUNS = NEURAL["runs"]
 # the first-stage system whose candidates the runs re-rank (training examples come from bm25's train lists)
-RERANK_FROM = NEURAL["rerank"]["first_stage"]
-if RERANK_FROM not in SYSTEMS:
-    raise ValueError(f"config: neural.rerank.first_stage names {RERANK_FROM!r}, which is not a first_stage system "
-                     f"({', '.join(SYSTEMS)})")
-
-
-# what the config asks for, validated (rankstudy.study; tested there)
-PLAN = StudyPlan.from_config(config)
-PLAN_RUNS = PLAN.runs
+RERANK_FROM = PLAN.rerank_from
 encoder_location = PLAN.encoder_location
 encoder_build = PLAN.encoder_build
 
@@ -186,72 +151,9 @@ def run_datasets(variant):
     return list(PLAN_RUNS[variant].datasets)
 
 
-def neural_systems():
-    """(dataset, system) pairs of every neural run to evaluate on dev and test."""
-    return [(dataset, system) for run in PLAN_RUNS.values() for dataset in run.datasets for system in run.systems]
-
-
-def eval_splits(dataset, variant=None):
-    """A neural run's evaluation splits of a dataset: dev and test (dev only where it has one), or the
-    run's own ``splits`` (e.g. test only, for an ablation whose table shows test columns)."""
-    wanted = RUNS[variant].get("splits", ("dev", "test")) if variant else ("dev", "test")
-    return [split for split in ("dev", "test") if split in dataset_splits(dataset) and split in wanted]
-
-
 def neural_metrics():
     return [f"results/metrics/{dataset}/{system}.{split}.csv"
             for dataset, system in neural_systems() for split in eval_splits(dataset, system_run(system))]
-
-
-def check_sections():
-    """Model settings and each run's merged training settings through their dataclasses
-    (rankstudy.config_check): a typo or a value out of range stops the run before any job."""
-    try:
-        from rankstudy.config_check import model_problems, training_problem
-    except ImportError:  # snakemake outside the study's environment: the jobs check them
-        return
-    problems = model_problems(NEURAL["models"]) + model_problems(NEURAL["efficiency"]["models"],
-                                                                  "neural.efficiency.models")
-    for variant, spec in RUNS.items():
-        if "model" in spec:
-            settings = {key: value for key, value in training_settings(variant).items() if key != "device"}
-            problems.append(training_problem(settings, f"neural.runs.{variant}.training (with neural.training)"))
-    problems = [problem for problem in problems if problem]
-    if problems:
-        raise ValueError("config: " + "\n  ".join(problems))
-
-
-check_sections()
-
-
-def check_splits():
-    """A run trains on its dataset's train split and validates on its dev split; the full task tunes
-    its depth on each evaluated dataset's dev split unless the run re-ranks a fixed rerank_depth."""
-    for variant, spec in RUNS.items():
-        if not run_datasets(variant):
-            continue
-        if "model" in spec:
-            missing = [split for split in ("train", "dev") if split not in dataset_splits(spec["train"])]
-            if missing:
-                raise ValueError(
-                    f"config: neural.runs.{variant} trains on dataset {spec['train']!r}, which has no "
-                    f"{' and no '.join(repr(s) for s in missing)} split (its splits: {', '.join(dataset_splits(spec['train']))}); "
-                    f"train on a dataset that has them and apply the model here with `reuse:`")
-        for dataset in run_datasets(variant):
-            if "test" not in dataset_splits(dataset):
-                raise ValueError(f"config: neural.runs.{variant} evaluates dataset {dataset!r}, which has no 'test' split")
-            covered = system_splits(RERANK_FROM, dataset)
-            uncovered = [split for split in eval_splits(dataset, variant) if split not in covered]
-            if uncovered:
-                raise ValueError(f"config: neural.runs.{variant} re-ranks {RERANK_FROM!r} candidates, which "
-                                 f"{dataset!r} has no {' or '.join(uncovered)} lists of (neural.rerank.first_stage)")
-            if "dev" not in eval_splits(dataset, variant) and "ensemble" not in spec and "rerank_depth" not in spec:
-                raise ValueError(
-                    f"config: neural.runs.{variant} is not evaluated on a 'dev' split of {dataset!r} to tune "
-                    f"the full task's re-ranking depth on; give the run a fixed `rerank_depth`")
-
-
-check_splits()
 
 
 def first_stage_label(system):
@@ -279,11 +181,6 @@ def table2_metrics():
     return sorted({f"results/metrics/{row['dataset']}/{system}.{split}.csv" for row in table2_rows()
                    for system in (row["rerank"], row["full"]) if system
                    for split in eval_splits(row["dataset"], None if system == RERANK_FROM else system_run(system))})
-
-
-for _variant in NEURAL.get("table2_runs", []):
-    if _variant not in RUNS:
-        raise ValueError(f"config: neural.table2_runs names {_variant!r}, which is not a key of neural.runs")
 
 
 # The long chain word vectors -> study encoder -> warm start (encoder_from) -> the runs that start from it:
@@ -335,9 +232,6 @@ def _query_tables():
             for variant in NEURAL.get("query_tables", []) if variant in table2 and run_datasets(variant)]
 
 
-for _variant in NEURAL.get("query_tables", []):
-    if _variant not in RUNS:
-        raise ValueError(f"config: neural.query_tables names {_variant!r}, which is not a key of neural.runs")
 QUERY_TABLES = _query_tables()
 
 
@@ -345,22 +239,9 @@ QUERY_TABLES = _query_tables()
 LONGDOC = config["longdoc"]
 
 
-def longdoc_runs():
-    """Every run the long-document outputs name (tables, Fig. 2, comparison, regions)."""
-    named = [row["run"] for key in ("table1", "saturation", "lengths") for row in LONGDOC[key]]
-    return named + list(LONGDOC["compare"].values()) + ([LONGDOC["regions"]] if "regions" in LONGDOC else [])
-
-
 def longdoc_active():
     """The study has long-document outputs when its dataset is part of the study."""
     return "dataset" in LONGDOC and LONGDOC["dataset"] in FIRST_STAGE["datasets"]
-
-
-if longdoc_active():
-    for _variant in longdoc_runs():
-        if _variant not in RUNS or LONGDOC["dataset"] not in run_datasets(_variant):
-            raise ValueError(f"config: longdoc names run {_variant!r}, which is not a neural.runs entry evaluated "
-                             f"on {LONGDOC['dataset']!r}")
 
 
 def longdoc_rows(key):
@@ -406,14 +287,6 @@ def truncation_inputs(name):
         return {"run": f"runs/folds/{name}/{split}.run", "qrels": f"runs/folds/{name}/qrels.{split}.txt"}
     return {"run": f"runs/{spec['dataset']}/{spec['system']}.{split}.run",
             "qrels": f"data/{spec['dataset']}/qrels.{split}.txt"}
-
-
-def truncation_names():
-    """Run types whose inputs the study produces (workflow runs of its datasets, cross-validation folds) or
-    files."""
-    return [name for name, spec in TRUNCATION["runs"].items()
-            if "run" in spec
-            or all(part.get("dataset") in FIRST_STAGE["datasets"] for part in spec.get("folds", [spec]))]
 
 
 def truncation_grid():
@@ -474,38 +347,8 @@ def socialformer_active():
     return "dataset" in SOCIAL and SOCIAL["dataset"] in FIRST_STAGE["datasets"]
 
 
-def socialformer_runs():
-    """Every run the Socialformer outputs name (tables, Fig. 6, the graph figures' model)."""
-    named = [row["run"] for key in ("table1", "table2") for row in SOCIAL[key]] + list(SOCIAL["fig6"]["runs"].values())
-    return named + ([SOCIAL["graph_run"]] if "graph_run" in SOCIAL else [])
-
-
 def socialformer_columns(table):
-    """A table's {split: measures}: its own (``table2_columns``) or the shared ``columns``."""
-    return SOCIAL.get(f"{table}_columns") or SOCIAL["columns"]
-
-
-if socialformer_active():
-    for _variant in socialformer_runs():
-        if _variant not in RUNS or SOCIAL["dataset"] not in run_datasets(_variant):
-            raise ValueError(f"config: socialformer names run {_variant!r}, which is not a neural.runs entry evaluated "
-                             f"on {SOCIAL['dataset']!r}")
-    for _table in ("table1", "table2"):
-        for _row in SOCIAL[_table]:
-            for _split in socialformer_columns(_table):
-                if _split not in eval_splits(SOCIAL["dataset"], _row["run"]):
-                    raise ValueError(f"config: socialformer.{_table} shows {_split} columns, but run {_row['run']!r} "
-                                     f"is not evaluated on {_split} (neural.runs.{_row['run']}.splits)")
-    for _variant in SOCIAL["curves"].values():
-        if _variant not in RUNS or "model" not in RUNS[_variant]:
-            raise ValueError(f"config: socialformer.curves names {_variant!r}, which is not a trained neural.runs entry")
-    _measures = [SOCIAL["fig6"]["measure"]] + [measure for table in ("table1", "table2")
-                                               for measures in socialformer_columns(table).values() for measure in measures]
-    for _measure in _measures:
-        if _measure not in config["evaluation"]["measures"]:
-            raise ValueError(f"config: socialformer uses measure {_measure!r}, which is not in evaluation.measures")
-    if "graph_run" in SOCIAL and NEURAL["models"][run_model(SOCIAL["graph_run"])]["model"] != "socialformer":
-        raise ValueError(f"config: socialformer.graph_run {SOCIAL['graph_run']!r} is not a Socialformer run")
+    return study_checks.socialformer_columns(SOCIAL, table)
 
 
 def socialformer_rows(table):
@@ -590,141 +433,6 @@ def socialformer_curves_spec():
     runs = list(SOCIAL["curves"].values())
     metrics = {training_settings(run)["metric"] for run in runs}
     return as_json({"labels": list(SOCIAL["curves"]), "metric": " / ".join(sorted(metrics))})
-
-
-# ---- the claims scoreboard (docs/claims.md) -----------------------------------------------------
-# config `claims:` resolved to the per-query files this config produces, checked when the DAG is built;
-# rankstudy.report.claims evaluates them (rule claims).
-
-CLAIMS = config["claims"]
-TRUNCATION_METHODS = ["Oracle", "Greedy-k", "BiCut", "Choppy"] + [f"Fixed-{k}" for k in TRUNCATION["fixed_k"]]
-TRUNCATION_MEASURES = ["f1", "dcg"]
-
-
-def _claim_error(claim, message):
-    return ValueError(f"config: claims: claim {claim['id']!r}: {message}")
-
-
-def _metric_ref(claim, ref):
-    """{label, path, dataset, system, split} of a metric-CSV reference, or (.., reason) when this config
-    does not produce it; unknown names are errors."""
-    dataset, split = claim["dataset"], claim["split"]
-    if "run" in ref:
-        if ref["run"] not in RUNS:
-            raise _claim_error(claim, f"run {ref['run']!r} is not a key of neural.runs")
-        system = run_system(ref["run"]) + ("-full" if ref.get("task") == "full" else "")
-        produced = dataset in run_datasets(ref["run"])
-        if produced and split not in eval_splits(dataset, ref["run"]):
-            evaluated = " and ".join(eval_splits(dataset, ref["run"]))
-            raise _claim_error(claim, f"run {ref['run']!r} is evaluated on {evaluated}, not {split!r}")
-    else:
-        system = ref["system"]
-        neural = {name for variant in RUNS for name in _run_system_names(variant)}
-        if system not in SYSTEMS and system not in neural:
-            raise _claim_error(claim, f"system {system!r} is neither a first_stage system ({', '.join(SYSTEMS)}) nor "
-                                      "a neural run's metric-file system (or name the run: {run: NAME})")
-        produced = (system in SYSTEMS and dataset in FIRST_STAGE["datasets"]) or (dataset, system) in neural_systems()
-    label = ref.get("label", system)
-    reason = None if produced else f"{system} is not evaluated on {dataset} in this config"
-    return {"label": label, "path": f"results/metrics/{dataset}/{system}.{split}.csv", "dataset": dataset,
-            "system": system, "split": split}, reason
-
-
-def _run_system_names(variant):
-    """Every metric-file system name a neural run can have (any seed, both tasks)."""
-    seeds = (["ens"] if "ensemble" in RUNS[variant] else
-             [f"s{seed}" for seed in run_seeds(variant)] + (["best"] if selects_best_seed(variant) else []))
-    return [f"{run_model(variant)}.{variant}.{seed}{task}" for seed in seeds for task in ("", "-full")]
-
-
-def _truncation_ref(claim, ref):
-    name = claim["truncation"]
-    if "method" not in ref:
-        raise _claim_error(claim, "a truncation claim compares methods ({method: ...}) or a value")
-    if ref["method"] not in TRUNCATION_METHODS:
-        raise _claim_error(claim, f"method {ref['method']!r} is not a truncation method ({', '.join(TRUNCATION_METHODS)})")
-    reason = None if name in truncation_names() else f"truncation run {name!r} is not part of this config"
-    return {"label": ref.get("label", f"{ref['method']} ({name})"), "method": ref["method"],
-            "path": f"results/truncation/{name}/per_query.csv"}, reason
-
-
-def _claim_ref(claim, ref):
-    if "value" in ref:
-        return {"label": ref.get("label", f"{ref['value']:g}"), "value": ref["value"]}, None
-    if "truncation" in claim:
-        return _truncation_ref(claim, ref)
-    if "method" in ref:
-        raise _claim_error(claim, "{method: ...} needs the claim's truncation key")
-    return _metric_ref(claim, ref)
-
-
-def _claim_where(claim):
-    """The claim's dataset and split (or truncation run) and query subset, checked; a not-run reason or None."""
-    if "truncation" in claim:
-        if claim["truncation"] not in TRUNCATION["runs"]:
-            raise _claim_error(claim, f"truncation {claim['truncation']!r} is not a key of truncation.runs")
-        if claim["measure"] not in TRUNCATION_MEASURES:
-            raise _claim_error(claim, f"measure {claim['measure']!r}: a truncation claim measures f1 or dcg")
-        if "subset" in claim or "dataset" in claim:
-            raise _claim_error(claim, "a truncation claim has no dataset or subset (its run fixes them)")
-        return f"{claim['truncation']} lists, test queries", None
-    if "dataset" not in claim:
-        raise _claim_error(claim, "needs a dataset (or a truncation run)")
-    dataset = claim["dataset"]
-    if dataset not in DATASETS:
-        raise _claim_error(claim, f"dataset {dataset!r} is not a key of datasets")
-    if claim["measure"] not in config["evaluation"]["measures"]:
-        raise _claim_error(claim, f"measure {claim['measure']!r} is not in evaluation.measures")
-    if claim["split"] not in dataset_splits(dataset):
-        raise _claim_error(claim, f"split {claim['split']!r} is not a split of {dataset}")
-    where = f"{dataset} {claim['split']}"
-    if "subset" in claim:
-        if DATASETS[dataset]["source"] != "synthetic":
-            raise _claim_error(claim, "an evidence subset needs a synthetic dataset (its truth.json)")
-        subset = claim["subset"]
-        where += f", queries whose evidence starts {'at' if subset['evidence'] == 'late' else 'before'} " \
-                 f"token {subset['boundary']}{' or later' if subset['evidence'] == 'late' else ''}"
-    reason = None if dataset in FIRST_STAGE["datasets"] else f"dataset {dataset} is not part of this config"
-    return where, reason
-
-
-def resolved_claims():
-    """One row per (claim, B): what rankstudy claims evaluates; "not_run" says why a row cannot be."""
-    rows, seen = [], set()
-    for claim in CLAIMS:
-        if claim["id"] in seen:
-            raise _claim_error(claim, "the id is used twice")
-        seen.add(claim["id"])
-        if (claim["direction"] == "not_worse") != ("margin" in claim):
-            raise _claim_error(claim, "a margin goes with direction not_worse, and only with it")
-        where, reason = _claim_where(claim)
-        a, reason_a = _claim_ref(claim, claim["a"])
-        if "value" in a:
-            raise _claim_error(claim, "a is a system; only b may be a fixed value")
-        for b_ref in claim["b"] if isinstance(claim["b"], list) else [claim["b"]]:
-            b, reason_b = _claim_ref(claim, b_ref)
-            row = {key: claim[key] for key in ("id", "paper", "statement", "measure", "direction", "test", "alpha",
-                                               "margin") if key in claim}
-            row.update(on=where, a=a, b=b, not_run="; ".join(r for r in (reason, reason_a, reason_b) if r) or None)
-            if "subset" in claim:
-                dataset, split = claim["dataset"], claim["split"]
-                row["subset"] = {**claim["subset"], "qrels": f"data/{dataset}/qrels.{split}.txt",
-                                 "truth": f"data/{dataset}/truth.json", "rel_threshold": rel_threshold(dataset, split)}
-            rows.append(row)
-    return rows
-
-
-CLAIM_ROWS = resolved_claims()
-
-
-def claims_inputs():
-    """The files of every claim row this config can evaluate."""
-    paths = []
-    for row in CLAIM_ROWS:
-        if not row["not_run"]:
-            paths += [ref["path"] for ref in (row["a"], row["b"]) if "path" in ref]
-            paths += [row["subset"][key] for key in ("qrels", "truth") if "subset" in row]
-    return sorted(set(paths))
 
 
 # ---- expected results (docs/claims.md) ------------------------------------------------------------

@@ -275,7 +275,7 @@ rule full_task:
         first_stage=f"runs/{{dataset}}/{RERANK_FROM}.{{split}}.run",
         neural="runs/{dataset}/{system}.{split}.run",
         # not evaluated on dev (a test-only collection, or splits: [test]): the run's fixed rerank_depth
-        # (common.smk check_splits)
+        # (rankstudy.study.checks)
         depth=lambda wc: (f"runs/{wc.dataset}/{wc.system}.depth.json"
                           if "dev" in eval_splits(wc.dataset, system_run(wc.system)) else []),
     output:

@@ -1,5 +1,5 @@
-"""The study plan: a config's runs, systems and outputs as tested Python objects that the workflow reads
-(issue 17; so far the neural runs and their models, ``StudyPlan``)."""
+"""The study plan: a config's runs, datasets, systems and claims as tested Python objects that the
+workflow reads, checked across sections when the DAG is built (issue 17; ``StudyPlan``)."""
 
 from rankstudy.study.plan import StudyPlan
 from rankstudy.study.runs import Run, plan_runs, system_run

@@ -2,24 +2,106 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Mapping
 
 from rankstudy.study.runs import Run, plan_runs
 
+SYNTHETIC_SPLITS = ("train", "dev", "test")
+TRUNCATION_MEASURES = ("f1", "dcg")
+
 
 @dataclass(frozen=True)
 class StudyPlan:
+    config: Mapping[str, Any]  # schema-validated
     runs: Mapping[str, Run]  # neural.runs, inheritance resolved
-    models: Mapping[str, Mapping[str, Any]]  # neural.models
-    encoders: Mapping[str, Mapping[str, Any]]  # neural.encoders: the study's own, built by rule pretrain_encoder
+    claims: tuple[Mapping[str, Any], ...] = ()  # one row per (claim, B), names resolved to files (study.claims)
 
     @classmethod
     def from_config(cls, config: Mapping[str, Any]) -> StudyPlan:
         """The plan of a schema-validated config; a ConfigError names what the config gets wrong."""
-        neural = config["neural"]
-        return cls(runs=plan_runs(config), models=neural["models"], encoders=neural["encoders"])
+        from rankstudy.study.checks import check_plan, check_references
+        from rankstudy.study.claims import resolve_claims
 
+        check_references(config)
+        plan = cls(config=config, runs=plan_runs(config))
+        check_plan(plan)
+        return replace(plan, claims=tuple(resolve_claims(plan)))
+
+    # ---- sections ------------------------------------------------------------------------------
+    @property
+    def datasets(self) -> Mapping[str, Mapping[str, Any]]:
+        return self.config["datasets"]
+
+    @property
+    def studied(self) -> list[str]:
+        """The datasets the study runs (first_stage.datasets)."""
+        return self.config["first_stage"]["datasets"]
+
+    @property
+    def systems(self) -> Mapping[str, Mapping[str, Any]]:
+        """The first-stage systems (first_stage.systems)."""
+        return self.config["first_stage"]["systems"]
+
+    @property
+    def rerank_from(self) -> str:
+        """The first-stage system whose candidates the neural runs re-rank (training examples come from bm25)."""
+        return self.config["neural"]["rerank"]["first_stage"]
+
+    @property
+    def models(self) -> Mapping[str, Mapping[str, Any]]:
+        return self.config["neural"]["models"]
+
+    @property
+    def encoders(self) -> Mapping[str, Mapping[str, Any]]:
+        """neural.encoders: the study's own, built by rule pretrain_encoder."""
+        return self.config["neural"]["encoders"]
+
+    @property
+    def truncation_methods(self) -> list[str]:
+        return ["Oracle", "Greedy-k", "BiCut", "Choppy"] + [f"Fixed-{k}" for k in self.config["truncation"]["fixed_k"]]
+
+    # ---- datasets and systems ------------------------------------------------------------------
+    def dataset_splits(self, name: str) -> list[str]:
+        """The splits a dataset provides, known when the DAG is built."""
+        dataset = self.datasets[name]
+        if dataset["source"] == "synthetic":
+            return list(SYNTHETIC_SPLITS)
+        return list(dataset[dataset["source"]]["splits"])
+
+    def rel_threshold(self, name: str, split: str) -> int:
+        """Lowest relevant grade on a dataset's split: the dataset's (per split or for all), else evaluation's."""
+        default = self.config["evaluation"]["rel_threshold"]
+        threshold = self.datasets[name].get("rel_threshold", default)
+        return threshold.get(split, default) if isinstance(threshold, dict) else threshold
+
+    def system_splits(self, system: str, dataset: str) -> list[str]:
+        """The splits of a dataset a first-stage system runs on (its ``splits``, else all); official candidates
+        exist only for irds datasets."""
+        spec = self.systems[system]
+        if spec["model"] == "official" and self.datasets[dataset]["source"] != "irds":
+            return []
+        wanted = spec.get("splits")
+        return [split for split in self.dataset_splits(dataset) if wanted is None or split in wanted]
+
+    def eval_splits(self, dataset: str, run: str | None = None) -> list[str]:
+        """A neural run's evaluation splits of a dataset: dev and test (dev only where it has one), or the
+        run's own ``splits`` (e.g. test only, for an ablation whose table shows test columns)."""
+        wanted = self.runs[run].spec.get("splits", ("dev", "test")) if run else ("dev", "test")
+        return [split for split in ("dev", "test") if split in self.dataset_splits(dataset) and split in wanted]
+
+    def neural_systems(self) -> list[tuple[str, str]]:
+        """(dataset, system) pairs of every neural run to evaluate on dev and test."""
+        return [(dataset, system) for run in self.runs.values() for dataset in run.datasets for system in run.systems]
+
+    def truncation_names(self) -> list[str]:
+        """Truncation run types whose inputs the study produces (workflow runs of its datasets,
+        cross-validation folds) or files."""
+        return [name for name, spec in self.config["truncation"]["runs"].items()
+                if "run" in spec
+                or all(part.get("dataset") in self.studied for part in spec.get("folds", [spec]))]
+
+    # ---- models and encoders -------------------------------------------------------------------
     def encoder_location(self, name: str) -> str:
         """The directory (or packaged name, e.g. ``minilm``) loaded for an ``encoder`` name: a study encoder is
         built to encoders/NAME."""
@@ -49,3 +131,13 @@ class StudyPlan:
         """The encoder directories a run's model loads: its warm start, else its study encoder."""
         warm_start = self.runs[run].encoder_dir(seed)
         return [warm_start] if warm_start else self.encoder_build(self.models[self.runs[run].model].get("encoder"))
+
+    # ---- claims --------------------------------------------------------------------------------
+    def claim_inputs(self) -> list[str]:
+        """The files of every claim row this config can evaluate."""
+        paths = []
+        for row in self.claims:
+            if not row["not_run"]:
+                paths += [ref["path"] for ref in (row["a"], row["b"]) if "path" in ref]
+                paths += [row["subset"][key] for key in ("qrels", "truth") if "subset" in row]
+        return sorted(set(paths))

@@ -1,0 +1,131 @@
+"""The config's ``claims:`` (docs/claims.md) resolved to the per-query files this config produces, checked
+when the DAG is built; rankstudy.report.claims evaluates the rows (rule claims)."""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+from rankstudy.config import ConfigError
+from rankstudy.study.plan import TRUNCATION_MEASURES
+
+Ref = dict[str, Any]
+
+
+def _error(claim: Mapping[str, Any], message: str) -> ConfigError:
+    return ConfigError(f"config: claims: claim {claim['id']!r}: {message}")
+
+
+def _neural_system_names(plan) -> set[str]:
+    """Every metric-file system name a neural run can have (any seed, both tasks)."""
+    names = set()
+    for name, run in plan.runs.items():
+        seeds = ["ens"] if run.is_ensemble else [f"s{seed}" for seed in run.seeds] + (
+            ["best"] if run.selects_best_seed else [])
+        names.update(f"{run.model}.{name}.{seed}{task}" for seed in seeds for task in ("", "-full"))
+    return names
+
+
+def _metric_ref(plan, claim, ref) -> tuple[Ref, str | None]:
+    """{label, path, dataset, system, split} of a metric-CSV reference, and why this config does not produce
+    it (None when it does); unknown names are errors."""
+    dataset, split = claim["dataset"], claim["split"]
+    if "run" in ref:
+        if ref["run"] not in plan.runs:
+            raise _error(claim, f"run {ref['run']!r} is not a key of neural.runs")
+        run = plan.runs[ref["run"]]
+        system = run.system + ("-full" if ref.get("task") == "full" else "")
+        produced = dataset in run.datasets
+        if produced and split not in plan.eval_splits(dataset, run.name):
+            evaluated = " and ".join(plan.eval_splits(dataset, run.name))
+            raise _error(claim, f"run {run.name!r} is evaluated on {evaluated}, not {split!r}")
+    else:
+        system = ref["system"]
+        if system not in plan.systems and system not in _neural_system_names(plan):
+            raise _error(claim, f"system {system!r} is neither a first_stage system ({', '.join(plan.systems)}) "
+                                "nor a neural run's metric-file system (or name the run: {run: NAME})")
+        produced = ((system in plan.systems and dataset in plan.studied)
+                    or (dataset, system) in plan.neural_systems())
+    reason = None if produced else f"{system} is not evaluated on {dataset} in this config"
+    return {"label": ref.get("label", system), "path": f"results/metrics/{dataset}/{system}.{split}.csv",
+            "dataset": dataset, "system": system, "split": split}, reason
+
+
+def _truncation_ref(plan, claim, ref) -> tuple[Ref, str | None]:
+    name = claim["truncation"]
+    if "method" not in ref:
+        raise _error(claim, "a truncation claim compares methods ({method: ...}) or a value")
+    if ref["method"] not in plan.truncation_methods:
+        raise _error(claim, f"method {ref['method']!r} is not a truncation method "
+                            f"({', '.join(plan.truncation_methods)})")
+    reason = None if name in plan.truncation_names() else f"truncation run {name!r} is not part of this config"
+    return {"label": ref.get("label", f"{ref['method']} ({name})"), "method": ref["method"],
+            "path": f"results/truncation/{name}/per_query.csv"}, reason
+
+
+def _ref(plan, claim, ref) -> tuple[Ref, str | None]:
+    if "value" in ref:
+        return {"label": ref.get("label", f"{ref['value']:g}"), "value": ref["value"]}, None
+    if "truncation" in claim:
+        return _truncation_ref(plan, claim, ref)
+    if "method" in ref:
+        raise _error(claim, "{method: ...} needs the claim's truncation key")
+    return _metric_ref(plan, claim, ref)
+
+
+def _where(plan, claim) -> tuple[str, str | None]:
+    """The claim's dataset and split (or truncation run) and query subset in words, checked; a not-run
+    reason or None."""
+    if "truncation" in claim:
+        if claim["truncation"] not in plan.config["truncation"]["runs"]:
+            raise _error(claim, f"truncation {claim['truncation']!r} is not a key of truncation.runs")
+        if claim["measure"] not in TRUNCATION_MEASURES:
+            raise _error(claim, f"measure {claim['measure']!r}: a truncation claim measures f1 or dcg")
+        if "subset" in claim or "dataset" in claim:
+            raise _error(claim, "a truncation claim has no dataset or subset (its run fixes them)")
+        return f"{claim['truncation']} lists, test queries", None
+    if "dataset" not in claim:
+        raise _error(claim, "needs a dataset (or a truncation run)")
+    dataset = claim["dataset"]
+    if dataset not in plan.datasets:
+        raise _error(claim, f"dataset {dataset!r} is not a key of datasets")
+    if claim["measure"] not in plan.config["evaluation"]["measures"]:
+        raise _error(claim, f"measure {claim['measure']!r} is not in evaluation.measures")
+    if claim["split"] not in plan.dataset_splits(dataset):
+        raise _error(claim, f"split {claim['split']!r} is not a split of {dataset}")
+    where = f"{dataset} {claim['split']}"
+    if "subset" in claim:
+        if plan.datasets[dataset]["source"] != "synthetic":
+            raise _error(claim, "an evidence subset needs a synthetic dataset (its truth.json)")
+        subset = claim["subset"]
+        late = subset["evidence"] == "late"
+        where += f", queries whose evidence starts {'at' if late else 'before'} token {subset['boundary']}" \
+                 f"{' or later' if late else ''}"
+    reason = None if dataset in plan.studied else f"dataset {dataset} is not part of this config"
+    return where, reason
+
+
+def resolve_claims(plan) -> list[dict[str, Any]]:
+    """One row per (claim, B): what rankstudy claims evaluates; ``not_run`` says why a row cannot be."""
+    rows, seen = [], set()
+    for claim in plan.config["claims"]:
+        if claim["id"] in seen:
+            raise _error(claim, "the id is used twice")
+        seen.add(claim["id"])
+        if (claim["direction"] == "not_worse") != ("margin" in claim):
+            raise _error(claim, "a margin goes with direction not_worse, and only with it")
+        where, reason = _where(plan, claim)
+        a, reason_a = _ref(plan, claim, claim["a"])
+        if "value" in a:
+            raise _error(claim, "a is a system; only b may be a fixed value")
+        for b_ref in claim["b"] if isinstance(claim["b"], list) else [claim["b"]]:
+            b, reason_b = _ref(plan, claim, b_ref)
+            row = {key: claim[key] for key in ("id", "paper", "statement", "measure", "direction", "test", "alpha",
+                                               "margin") if key in claim}
+            row.update(on=where, a=a, b=b, not_run="; ".join(r for r in (reason, reason_a, reason_b) if r) or None)
+            if "subset" in claim:
+                dataset, split = claim["dataset"], claim["split"]
+                row["subset"] = {**claim["subset"], "qrels": f"data/{dataset}/qrels.{split}.txt",
+                                 "truth": f"data/{dataset}/truth.json",
+                                 "rel_threshold": plan.rel_threshold(dataset, split)}
+            rows.append(row)
+    return rows
