@@ -54,16 +54,14 @@ rule all:
     input:
         rules.first_stage_table.output,
         neural_metrics(),
-        rules.tk_table2.output if table2_rows() else [],
+        rules.tk_table2.output if TK.table2_rows() else [],
         rules.tk_table3_4.output if QUERY_TABLES else [],
-        rules.tk_view.output if TK_QUERIES else [],
+        rules.tk_view.output if TK_VIEW else [],
         # throughput belongs to a neural study: a local collection's BM25 config does not run it
         rules.efficiency.output if NEURAL["efficiency"]["models"] and neural_systems() else [],
-        rules.choppy_table1.output if truncation_names() else [],
-        rules.choppy_fig1.output if truncation_names() else [],
-        rules.choppy_fig2.output if truncation_names() and truncation_grid() else [],
-        longdoc_outputs(),
-        socialformer_outputs(),
+        TKL.outputs(),
+        SOCIALFORMER.outputs(),
+        CHOPPY.outputs(),
         # a scoreboard only where some claim can be evaluated (a BM25 run of a local collection has none)
         rules.claims.output if PLAN.claim_inputs() else [],
         # the papers' reported cells beside this run's; a config of other data says it is not comparable

@@ -135,7 +135,7 @@ def test_the_default_plan_names_splits_systems_and_claims():
     assert plan.system_splits("bm25", "synthetic-doc") == ["train", "dev", "test"]
     assert plan.eval_splits("synthetic-doc", "sf-random") == ["test"]  # splits: [test]
     assert ("synthetic-passage", "tk.p1.s42-full") in plan.neural_systems()
-    assert plan.truncation_names() == ["bm25", "tk"]
+    assert plan.choppy.names() == ["bm25", "tk"]
     claims = {row["id"]: row for row in plan.claims}
     assert claims["tk-beats-bm25"]["a"]["path"] == "results/metrics/synthetic-passage/tk.p1.best.test.csv"
     assert claims["tk-beats-bm25"]["b"]["path"] == "results/metrics/synthetic-passage/bm25.test.csv"
@@ -194,3 +194,34 @@ def test_a_bad_config_fails_naming_the_key(override, message):
     with pytest.raises(ConfigError) as error:
         StudyPlan.from_config(study_config(override))
     assert str(error.value).startswith("config: ") and message in str(error.value)
+
+
+def test_each_paper_plans_its_tables_and_figures():
+    plan = StudyPlan.from_config(study_config())
+    table2 = plan.tk.table2_rows()
+    assert table2[0] == {"run": "BM25", "model": None, "dataset": "synthetic-passage", "rerank": "bm25",
+                         "full": "bm25", "baseline": "bm25"}
+    assert table2[1]["rerank"] == "tk.p1.best" and table2[1]["full"] == "tk.p1.best-full"
+    assert "results/metrics/synthetic-passage/tk.p1.best-full.dev.csv" in plan.tk.table2_metrics()
+    assert plan.tk.view_run() == {"run": "p1", "dataset": "synthetic-passage", "system": "tk.p1.best"}
+    assert [table["run"] for table in plan.tk.query_tables()] == ["p1", "d3"]
+    tkl_table1 = plan.tkl.table_spec("table1")
+    assert [row["label"] for row in tkl_table1["rows"]][:2] == ["BM25", "KNRM"]
+    assert tkl_table1["caption"].startswith("TKL paper Table 1 on synthetic-doc: re-ranking the top 100 BM25")
+    assert plan.socialformer.table_spec("table2")["columns"] == [["test", "nDCG@100"], ["test", "nDCG@10"]]
+    assert [row["label"] for row in plan.socialformer.rows("table1")][:3] == ["BM25", "QL", "FirstP"]
+    assert plan.choppy.inputs("tk") == {"run": "runs/synthetic-passage/tk.p3.ens.test.run",
+                                        "qrels": "data/synthetic-passage/qrels.test.txt"}
+    assert plan.rerank_depths(["p1", "ce-passage"]) == "50-100 (per run)" and plan.rerank_depths(["p1"]) == "100"
+    assert plan.headline_tables() == ["results/tables/" + name for name in (
+        "first_stage.csv", "tk_table2.csv", "tkl_table1.csv", "tkl_table2.csv", "tkl_evidence.csv",
+        "socialformer_table1.csv", "socialformer_table2.csv", "choppy_table1.csv")]
+
+
+def test_a_paper_whose_dataset_the_study_does_not_run_has_no_outputs():
+    plan = StudyPlan.from_config(study_config("first_stage: {datasets: [synthetic-passage]}"))
+    assert plan.tkl.outputs() == [] and plan.socialformer.outputs() == []
+    assert plan.choppy.names() == ["tk"]  # its bm25 lists are the document collection's
+    assert plan.headline_tables() == ["results/tables/" + name for name in (
+        "first_stage.csv", "tk_table2.csv", "choppy_table1.csv")]
+    assert {row["dataset"] for row in plan.tk.table2_rows()} == {"synthetic-passage"}

@@ -4,7 +4,7 @@ import shlex
 
 from snakemake.utils import min_version, validate
 
-from rankstudy.study import StudyPlan, checks as study_checks, system_run
+from rankstudy.study import StudyPlan, system_run
 
 min_version("9.0")
 
@@ -22,7 +22,6 @@ rel_threshold = PLAN.rel_threshold
 system_splits = PLAN.system_splits
 eval_splits = PLAN.eval_splits
 neural_systems = PLAN.neural_systems
-truncation_names = PLAN.truncation_names
 
 
 wildcard_constraints:
@@ -103,17 +102,8 @@ def store_tokens_arg(wildcards, input):
     return f"--vocab {input.vocab}"
 
 
-def base_run(variant):
-    """The run that trained the model a run uses (itself, or the run it reuses/ensembles)."""
-    return PLAN_RUNS[variant].base
-
-
 def run_seeds(variant):
     return list(PLAN_RUNS[variant].seeds)
-
-
-def run_model(variant):
-    return PLAN_RUNS[variant].model
 
 
 def run_embeddings(variant):
@@ -128,7 +118,6 @@ def encoder_dir(variant, seed):
     return PLAN_RUNS[variant].encoder_dir(seed)
 
 
-model_encoder = PLAN.model_encoder
 encoder_input = PLAN.encoder_inputs
 
 
@@ -147,40 +136,9 @@ def model_dir(variant, seed):
     return PLAN_RUNS[variant].model_dir(seed)
 
 
-def run_datasets(variant):
-    return list(PLAN_RUNS[variant].datasets)
-
-
 def neural_metrics():
     return [f"results/metrics/{dataset}/{system}.{split}.csv"
             for dataset, system in neural_systems() for split in eval_splits(dataset, system_run(system))]
-
-
-def first_stage_label(system):
-    """A first-stage system as the tables name it: BM25, QL, or the config's name (official candidates)."""
-    return {"bm25": "BM25", "ql": "QL"}.get(SYSTEMS[system]["model"], system) if system in SYSTEMS else system
-
-
-def table2_rows():
-    """Table 2: the re-ranked first stage per evaluated dataset, then the runs of neural.table2_runs (default:
-    all; each as run_system names it)."""
-    rows, datasets = [], []
-    for variant in NEURAL.get("table2_runs", list(RUNS)):
-        for dataset in run_datasets(variant):
-            if dataset not in datasets:
-                datasets.append(dataset)
-                rows.append({"run": first_stage_label(RERANK_FROM), "model": None, "dataset": dataset,
-                             "rerank": RERANK_FROM, "full": RERANK_FROM, "baseline": RERANK_FROM})
-            system = run_system(variant)
-            rows.append({"run": variant, "model": run_model(variant), "dataset": dataset, "rerank": system,
-                         "full": f"{system}-full", "baseline": RERANK_FROM})
-    return rows
-
-
-def table2_metrics():
-    return sorted({f"results/metrics/{row['dataset']}/{system}.{split}.csv" for row in table2_rows()
-                   for system in (row["rerank"], row["full"]) if system
-                   for split in eval_splits(row["dataset"], None if system == RERANK_FROM else system_run(system))})
 
 
 # The long chain word vectors -> study encoder -> warm start (encoder_from) -> the runs that start from it:
@@ -210,88 +168,16 @@ def run_system(variant):
     return PLAN_RUNS[variant].system
 
 
-def _tk_queries_run():
-    """The interpretability view uses the first TK run of Table 2 (re-rank task; its best-validated seed
-    where the run selects one, else its first seed); none when Table 2 has no TK run."""
-    for variant in NEURAL.get("table2_runs", list(RUNS)):
-        spec = RUNS[variant]
-        if "ensemble" not in spec and "reuse" not in spec and NEURAL["models"][run_model(variant)]["model"] == "tk" \
-                and run_datasets(variant):
-            return {"variant": variant, "dataset": run_datasets(variant)[0], "system": run_system(variant)}
-    return None
-
-
-TK_QUERIES = _tk_queries_run()
-
-
-def _query_tables():
-    """The TK paper's Tables 3-4: neural.query_tables' runs that are in Table 2 and evaluated somewhere,
-    each on its first dataset (re-rank task; the system that stands for the run: run_system)."""
-    table2 = NEURAL.get("table2_runs", list(RUNS))
-    return [{"run": variant, "dataset": run_datasets(variant)[0], "system": run_system(variant)}
-            for variant in NEURAL.get("query_tables", []) if variant in table2 and run_datasets(variant)]
-
-
-QUERY_TABLES = _query_tables()
-
-
-# ---- long documents (TKL paper) -------------------------------------------------------------
+# ---- the papers' outputs (rankstudy.study.{tk,tkl,socialformer,choppy}; tested there) ----------------
+TK = PLAN.tk
+TK_VIEW = TK.view_run()
+QUERY_TABLES = TK.query_tables()
 LONGDOC = config["longdoc"]
-
-
-def longdoc_active():
-    """The study has long-document outputs when its dataset is part of the study."""
-    return "dataset" in LONGDOC and LONGDOC["dataset"] in FIRST_STAGE["datasets"]
-
-
-def longdoc_rows(key):
-    """Table rows: BM25 first, then the configured {label, run} entries."""
-    dataset = LONGDOC["dataset"]
-    return [{"label": "BM25", "dataset": dataset, "system": "bm25"}] + [
-        {"label": row["label"], "dataset": dataset, "system": run_system(row["run"]),
-         "model": row.get("speed", run_model(row["run"]))}
-        for row in LONGDOC[key]]
-
-
-def longdoc_metrics(systems, splits=("dev", "test")):
-    return sorted({f"results/metrics/{LONGDOC['dataset']}/{system}.{split}.csv" for system in systems for split in splits})
-
-
-def longdoc_outputs():
-    if not longdoc_active():
-        return []
-    outputs = [f"results/tables/tkl_{name}.csv" for name in ("table1", "table2") if LONGDOC[
-        "table1" if name == "table1" else "saturation"]]
-    if LONGDOC["compare"]:
-        outputs.append("results/figures/tkl_fig1.png")
-        if DATASETS[LONGDOC["dataset"]]["source"] == "synthetic":
-            outputs.append("results/tables/tkl_evidence.csv")
-    if LONGDOC["lengths"]:
-        outputs.append("results/figures/tkl_fig2.png")
-    if "regions" in LONGDOC:
-        outputs.append("results/figures/tkl_fig3.png")
-    return outputs
-
-
-# ---- ranked-list truncation ----------------------------------------------------------------
+TKL = PLAN.tkl
+SOCIAL = config["socialformer"]
+SOCIALFORMER = PLAN.socialformer
 TRUNCATION = config["truncation"]
-
-
-def truncation_inputs(name):
-    """{run, qrels} paths of a truncation run type (a workflow run or external files)."""
-    spec = TRUNCATION["runs"][name]
-    if "run" in spec:
-        return {"run": spec["run"], "qrels": spec["qrels"]}
-    split = spec.get("split", "test")
-    if "folds" in spec:
-        return {"run": f"runs/folds/{name}/{split}.run", "qrels": f"runs/folds/{name}/qrels.{split}.txt"}
-    return {"run": f"runs/{spec['dataset']}/{spec['system']}.{split}.run",
-            "qrels": f"data/{spec['dataset']}/qrels.{split}.txt"}
-
-
-def truncation_grid():
-    """Whether the config asks for Fig. 2's d x heads grid."""
-    return bool(TRUNCATION.get("grid_d")) and bool(TRUNCATION.get("grid_heads"))
+CHOPPY = PLAN.choppy
 
 
 def truncation_qid_args(name):
@@ -299,152 +185,6 @@ def truncation_qid_args(name):
     spec = TRUNCATION["runs"][name]
     return " ".join(f"--{part}-qids {shlex.quote(spec[f'{part}_qids'])}" for part in ("train", "dev", "test")
                     if f"{part}_qids" in spec)
-
-
-def rerank_depths(variants):
-    """'N' or 'N-M': the candidates the runs re-rank (a run's rerank_depth, else neural.rerank.depth)."""
-    depths = sorted({RUNS[variant].get("rerank_depth", NEURAL["rerank"]["depth"]) for variant in variants})
-    return str(depths[0]) if len(depths) == 1 else f"{depths[0]}-{depths[-1]} (per run)"
-
-
-TKL_TABLES = {"table1": ("table1", "Table 1"), "table2": ("saturation", "Table 2 (saturation ablation)")}
-TKL_CAPTION = ("TKL paper {what} on {dataset}: re-ranking the top {depth} BM25 candidates; test: dense judgments, "
-               "dev: sparse. sig: the rows this one is significantly better than (paired Wilcoxon, p < 0.05). "
-               "docs/ms: throughput at the paper's dimensions (results/efficiency.csv). ")
-
-
-def tkl_table_spec(table):
-    key, what = TKL_TABLES[table]
-    caption = TKL_CAPTION.format(what=what, dataset=LONGDOC["dataset"],
-                                 depth=rerank_depths(row["run"] for row in LONGDOC[key]))
-    return as_json({"rows": longdoc_rows(key), "splits": ["test", "dev"], "caption": caption + LONGDOC["caption_note"]})
-
-
-def longdoc_test_runs():
-    return {label: f"runs/{LONGDOC['dataset']}/{run_system(run)}.test.run" for label, run in LONGDOC["compare"].items()}
-
-
-def longdoc_run_settings(variant):
-    """Store paths and lengths with which a run's model reads the long-document dataset."""
-    emb, dataset = run_embeddings(variant), LONGDOC["dataset"]
-    return {"queries": f"text/{emb}/{dataset}/queries.test", "documents": f"text/{emb}/{dataset}/collection",
-            "embeddings": f"text/{emb}/embeddings.npy", "model": f"{model_dir(variant, run_seeds(variant)[0])}/model.pt"}
-
-
-def tkl_evidence_spec():
-    caption = f"Relevant test documents ranked in the top 10 by each system, by where their evidence starts " \
-              f"(synthetic truth). {LONGDOC['caption_note']}"
-    return as_json({"runs": longdoc_test_runs(), "boundary": LONGDOC["evidence_boundary"], "top": 10,
-                    "rel_threshold": rel_threshold(LONGDOC["dataset"], "test"), "caption": caption})
-
-
-# ---- Socialformer paper -----------------------------------------------------------------------
-SOCIAL = config["socialformer"]
-
-
-def socialformer_active():
-    """The study has the Socialformer outputs when their dataset is part of the study."""
-    return "dataset" in SOCIAL and SOCIAL["dataset"] in FIRST_STAGE["datasets"]
-
-
-def socialformer_columns(table):
-    return study_checks.socialformer_columns(SOCIAL, table)
-
-
-def socialformer_rows(table):
-    """Table rows: the first-stage BM25 (and QL, when configured) first in Table 1, as in the paper, then the
-    configured {label, run, length, window} entries."""
-    dataset = SOCIAL["dataset"]
-    first_stage = [{"label": label, "dataset": dataset, "system": system}
-                   for label, system in (("BM25", "bm25"), ("QL", "ql")) if system in SYSTEMS] if table == "table1" else []
-    return first_stage + [{"label": row["label"], "dataset": dataset, "system": run_system(row["run"]),
-                    **{key: row[key] for key in ("length", "window") if key in row}} for row in SOCIAL[table]]
-
-
-def socialformer_metrics(table):
-    return sorted({f"results/metrics/{SOCIAL['dataset']}/{row['system']}.{split}.csv"
-                   for row in socialformer_rows(table) for split in socialformer_columns(table)})
-
-
-SOCIAL_CAPTIONS = {
-    "table1": "Socialformer paper Table 1 on {dataset}: re-ranking the top {depth} BM25 candidates; dev: sparse "
-              "judgments, test: dense; RR@k = MRR@k. document length: the tokens a system reads; window: its "
-              "attention span or passage length. sig: the rows this one is significantly better than (paired "
-              "{test}, p < 0.05). ",
-    "table2": "Socialformer paper Table 2 on {dataset}: attention patterns left out, and random edges; change %: "
-              "against the full model (row a). sig: the rows this one is significantly better than (paired "
-              "{test}, p < 0.05). ",
-}
-SIGNIFICANCE_TESTS = {"wilcoxon": "Wilcoxon", "t": "t-test"}
-
-
-def socialformer_table_spec(table):
-    caption = SOCIAL_CAPTIONS[table].format(dataset=SOCIAL["dataset"], test=SIGNIFICANCE_TESTS[SOCIAL["significance"]],
-                                            depth=rerank_depths(row["run"] for row in SOCIAL[table]))
-    columns = [[split, measure] for split, measures in socialformer_columns(table).items() for measure in measures]
-    return as_json({"rows": socialformer_rows(table), "columns": columns, "test": SOCIAL["significance"],
-                    "caption": caption + SOCIAL["caption_note"]})
-
-
-def socialformer_stores(variant, split="test"):
-    """WordPiece token stores with which a run's model reads the Socialformer dataset."""
-    emb, dataset = run_embeddings(variant), SOCIAL["dataset"]
-    return {"collection": f"text/{emb}/{dataset}/collection", "queries": f"text/{emb}/{dataset}/queries.{split}"}
-
-
-def socialformer_graph_spec(figure):
-    """Fig. 4 / Fig. 5 settings plus the graph_run's model settings (its graph, encoder)."""
-    model = model_encoder(run_model(SOCIAL["graph_run"]))
-    return as_json({**SOCIAL[figure], "model": model, "rel_threshold": rel_threshold(SOCIAL["dataset"], "test")})
-
-
-def socialformer_fig6_metrics():
-    split = SOCIAL["fig6"]["split"]
-    return sorted({f"results/metrics/{SOCIAL['dataset']}/{run_system(run)}.{split}.csv"
-                   for run in SOCIAL["fig6"]["runs"].values()})
-
-
-def socialformer_fig6_spec():
-    """Fig. 6 settings; runs as a list (as_json sorts mapping keys, the series keep the config's order)."""
-    fig6, dataset = SOCIAL["fig6"], SOCIAL["dataset"]
-    runs = [{"label": label, "dataset": dataset, "system": run_system(run)} for label, run in fig6["runs"].items()]
-    return as_json({"runs": runs, "measure": fig6["measure"], "split": fig6["split"], "edges": fig6["edges"],
-                    "rel_threshold": rel_threshold(dataset, fig6["split"])})
-
-
-def socialformer_outputs():
-    if not socialformer_active():
-        return []
-    outputs = [f"results/tables/socialformer_{table}.csv" for table in ("table1", "table2") if SOCIAL[table]]
-    if "graph_run" in SOCIAL:
-        outputs += ["results/figures/socialformer_fig4.png", "results/figures/socialformer_fig5.png"]
-    if SOCIAL["fig6"]["runs"]:
-        outputs.append("results/figures/socialformer_fig6.png")
-    if SOCIAL["curves"]:
-        outputs.append("results/figures/socialformer_curves.png")
-    return outputs
-
-
-def socialformer_curve_logs():
-    return [f"{model_dir(run, run_seeds(run)[0])}/log.csv" for run in SOCIAL["curves"].values()]
-
-
-def socialformer_curves_spec():
-    runs = list(SOCIAL["curves"].values())
-    metrics = {training_settings(run)["metric"] for run in runs}
-    return as_json({"labels": list(SOCIAL["curves"]), "metric": " / ".join(sorted(metrics))})
-
-
-# ---- expected results (docs/claims.md) ------------------------------------------------------------
-
-
-def headline_tables():
-    """The table CSVs this config writes (the ones rule all asks for)."""
-    tables = ["results/tables/first_stage.csv"]
-    tables += ["results/tables/tk_table2.csv"] if table2_rows() else []
-    tables += [path for path in longdoc_outputs() + socialformer_outputs() if path.startswith("results/tables/")]
-    tables += ["results/tables/choppy_table1.csv"] if truncation_names() else []
-    return tables
 
 
 # ---- the reproduction report (docs/claims.md) ----------------------------------------------------

@@ -6,7 +6,7 @@
 
 rule check_expected:
     input:
-        headline_tables(),
+        PLAN.headline_tables(),
     output:
         "results/check_expected.txt",
     log:

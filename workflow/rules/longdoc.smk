@@ -2,7 +2,7 @@
 
 rule tkl_table:
     input:
-        metrics=lambda wc: longdoc_metrics(row["system"] for row in longdoc_rows(TKL_TABLES[wc.table][0])),
+        metrics=lambda wc: TKL.table_metrics(wc.table),
         efficiency="results/efficiency.csv",
     output:
         report("results/tables/tkl_{table}.csv", caption="../report/tkl_tables.rst", category="4. TKL"),
@@ -15,7 +15,7 @@ rule tkl_table:
     wildcard_constraints:
         table="table1|table2",
     params:
-        spec=lambda wc: tkl_table_spec(wc.table),
+        spec=lambda wc: as_json(TKL.table_spec(wc.table)),
         prefix=lambda wildcards, output: output[0].removesuffix(".csv"),
     shell:
         "python -m rankstudy longdoc-report table --metrics {input.metrics:q} --efficiency {input.efficiency}"
@@ -24,7 +24,7 @@ rule tkl_table:
 
 rule tkl_evidence:
     input:
-        runs=lambda wc: list(longdoc_test_runs().values()),
+        runs=lambda wc: list(TKL.test_runs().values()),
         qrels=lambda wc: f"data/{LONGDOC['dataset']}/qrels.test.txt",
         truth=lambda wc: f"data/{LONGDOC['dataset']}/truth.json",
     output:
@@ -36,7 +36,7 @@ rule tkl_evidence:
     conda:
         "../../environment.yml"
     params:
-        spec=lambda wc: tkl_evidence_spec(),
+        spec=lambda wc: as_json(TKL.evidence_spec()),
         prefix=lambda wildcards, output: output[0].removesuffix(".csv"),
     shell:
         "python -m rankstudy longdoc-report evidence --qrels {input.qrels} --truth {input.truth}"
@@ -45,9 +45,9 @@ rule tkl_evidence:
 
 rule tkl_fig1:
     input:
-        runs=lambda wc: list(longdoc_test_runs().values()),
+        runs=lambda wc: list(TKL.test_runs().values()),
         qrels=lambda wc: f"data/{LONGDOC['dataset']}/qrels.test.txt",
-        store=lambda wc: longdoc_run_settings(list(LONGDOC["compare"].values())[0])["documents"],
+        store=lambda wc: TKL.run_stores(list(LONGDOC["compare"].values())[0])["documents"],
     output:
         report("results/figures/tkl_fig1.png", caption="../report/tkl_figures.rst", category="4. TKL"),
         "results/figures/tkl_fig1.pdf",
@@ -57,8 +57,7 @@ rule tkl_fig1:
     conda:
         "../../environment.yml"
     params:
-        spec=lambda wc: as_json({"runs": longdoc_test_runs(), "top": LONGDOC["top"],
-                                 "rel_threshold": rel_threshold(LONGDOC["dataset"], "test")}),
+        spec=lambda wc: as_json(TKL.fig1_spec()),
         prefix=lambda wildcards, output: output[0].removesuffix(".png"),
     shell:
         "python -m rankstudy longdoc-report fig1 --qrels {input.qrels} --store {input.store}"
@@ -67,7 +66,7 @@ rule tkl_fig1:
 
 rule tkl_fig2:
     input:
-        metrics=lambda wc: longdoc_metrics([run_system(p["run"]) for p in LONGDOC["lengths"]], ["test"]),
+        metrics=lambda wc: TKL.fig2_metrics(),
     output:
         report("results/figures/tkl_fig2.png", caption="../report/tkl_figures.rst", category="4. TKL"),
         "results/figures/tkl_fig2.pdf",
@@ -77,8 +76,7 @@ rule tkl_fig2:
     conda:
         "../../environment.yml"
     params:
-        spec=lambda wc: as_json({"points": [{"model": p["model"], "length": p["length"], "dataset": LONGDOC["dataset"],
-                                             "system": run_system(p["run"])} for p in LONGDOC["lengths"]]}),
+        spec=lambda wc: as_json(TKL.fig2_spec()),
         prefix=lambda wildcards, output: output[0].removesuffix(".png"),
     shell:
         "python -m rankstudy longdoc-report fig2 --metrics {input.metrics:q} --spec {params.spec:q}"
@@ -87,7 +85,7 @@ rule tkl_fig2:
 
 rule tkl_regions:
     input:
-        unpack(lambda wc: longdoc_run_settings(LONGDOC["regions"])),
+        unpack(lambda wc: TKL.run_stores(LONGDOC["regions"])),
         run=lambda wc: f"runs/{LONGDOC['dataset']}/{run_system(LONGDOC['regions'])}.test.run",
     output:
         "results/tkl/regions.csv",

@@ -28,7 +28,7 @@ rule first_stage_table:
 
 rule tk_table2:
     input:
-        metrics=table2_metrics(),
+        metrics=TK.table2_metrics(),
         efficiency="results/efficiency.csv",
     output:
         report("results/tables/tk_table2.csv", caption="../report/tk_table2.rst", category="3. TK"),
@@ -39,7 +39,7 @@ rule tk_table2:
     conda:
         "../../environment.yml"
     params:
-        rows=as_json(table2_rows()),
+        rows=as_json(TK.table2_rows()),
         depth=NEURAL["rerank"]["depth"],
         scaled=NEURAL["caption_note"],
         prefix=lambda wildcards, output: output[0].removesuffix(".csv"),
@@ -76,14 +76,14 @@ rule tk_table3_4:
 
 rule tk_view:
     input:
-        models=lambda wc: [f"{model_dir(TK_QUERIES['variant'], seed)}/model.pt" for seed in view_seeds(TK_QUERIES["variant"])],
-        embeddings=lambda wc: f"text/{run_embeddings(TK_QUERIES['variant'])}/embeddings.npy",
-        vocab=lambda wc: f"text/{run_embeddings(TK_QUERIES['variant'])}/vocab",
-        collection=lambda wc: f"data/{TK_QUERIES['dataset']}/collection.tsv",
-        queries=lambda wc: f"data/{TK_QUERIES['dataset']}/queries.test.tsv",
-        qrels=lambda wc: f"data/{TK_QUERIES['dataset']}/qrels.test.txt",
-        first_stage=lambda wc: f"runs/{TK_QUERIES['dataset']}/{RERANK_FROM}.test.run",
-        neural=lambda wc: f"runs/{TK_QUERIES['dataset']}/{TK_QUERIES['system']}.test.run",
+        models=lambda wc: [f"{model_dir(TK_VIEW['run'], seed)}/model.pt" for seed in view_seeds(TK_VIEW["run"])],
+        embeddings=lambda wc: f"text/{run_embeddings(TK_VIEW['run'])}/embeddings.npy",
+        vocab=lambda wc: f"text/{run_embeddings(TK_VIEW['run'])}/vocab",
+        collection=lambda wc: f"data/{TK_VIEW['dataset']}/collection.tsv",
+        queries=lambda wc: f"data/{TK_VIEW['dataset']}/queries.test.tsv",
+        qrels=lambda wc: f"data/{TK_VIEW['dataset']}/qrels.test.txt",
+        first_stage=lambda wc: f"runs/{TK_VIEW['dataset']}/{RERANK_FROM}.test.run",
+        neural=lambda wc: f"runs/{TK_VIEW['dataset']}/{TK_VIEW['system']}.test.run",
     output:
         report("results/tk_view.html", caption="../report/tk_view.rst", category="3. TK"),
     log:
@@ -124,10 +124,7 @@ rule efficiency:
 
 rule merge_folds:
     input:
-        runs=lambda wc: [f"runs/{part['dataset']}/{part['system']}.{wc.split}.run"
-                         for part in TRUNCATION["runs"][wc.name]["folds"]],
-        qrels=lambda wc: [f"data/{part['dataset']}/qrels.{wc.split}.txt"
-                          for part in TRUNCATION["runs"][wc.name]["folds"]],
+        unpack(lambda wc: CHOPPY.fold_inputs(wc.name, wc.split)),
     output:
         # a folder per merged run: no first-stage run (runs/DATASET/SYSTEM.SPLIT.run) can have its name
         run="runs/folds/{name}/{split}.run",
@@ -146,7 +143,7 @@ rule merge_folds:
 
 rule truncation:
     input:
-        unpack(lambda wc: truncation_inputs(wc.name)),
+        unpack(lambda wc: CHOPPY.inputs(wc.name)),
     output:
         results="results/truncation/{name}/results.csv",
         per_query="results/truncation/{name}/per_query.csv",
@@ -176,7 +173,7 @@ rule truncation:
 # Fig. 2 only: Choppy over the d x heads grid on the same split (not needed by Table 1)
 rule truncation_grid:
     input:
-        unpack(lambda wc: truncation_inputs(wc.name)),
+        unpack(lambda wc: CHOPPY.inputs(wc.name)),
     output:
         "results/truncation/{name}/grid.csv",
     log:
@@ -201,7 +198,7 @@ rule truncation_grid:
 
 rule choppy_table1:
     input:
-        expand("results/truncation/{name}/{file}", name=truncation_names(),
+        expand("results/truncation/{name}/{file}", name=CHOPPY.names(),
                file=["results.csv", "per_query.csv", "settings.json"]),
     output:
         report("results/tables/choppy_table1.csv", caption="../report/choppy.rst", category="6. Choppy"),
@@ -212,8 +209,8 @@ rule choppy_table1:
     conda:
         "../../environment.yml"
     params:
-        studies=expand("results/truncation/{name}", name=truncation_names()),
-        names=truncation_names(),
+        studies=expand("results/truncation/{name}", name=CHOPPY.names()),
+        names=CHOPPY.names(),
         prefix=lambda wildcards, output: output[0].removesuffix(".csv"),
     resources:
         mem_mb=1000,
@@ -225,7 +222,7 @@ rule choppy_table1:
 
 rule choppy_fig1:
     input:
-        expand("results/truncation/{name}/{file}", name=truncation_names(), file=["fig1.json", "per_query.csv"]),
+        expand("results/truncation/{name}/{file}", name=CHOPPY.names(), file=["fig1.json", "per_query.csv"]),
     output:
         report(multiext("results/figures/choppy_fig1", ".png", ".pdf"), caption="../report/choppy.rst",
                category="6. Choppy"),
@@ -235,8 +232,8 @@ rule choppy_fig1:
     conda:
         "../../environment.yml"
     params:
-        studies=expand("results/truncation/{name}", name=truncation_names()),
-        names=truncation_names(),
+        studies=expand("results/truncation/{name}", name=CHOPPY.names()),
+        names=CHOPPY.names(),
     resources:
         mem_mb=2000,
         runtime=15,
@@ -247,7 +244,7 @@ rule choppy_fig1:
 
 rule choppy_fig2:
     input:
-        expand("results/truncation/{name}/grid.csv", name=truncation_names()),
+        expand("results/truncation/{name}/grid.csv", name=CHOPPY.names()),
     output:
         report(multiext("results/figures/choppy_fig2", ".png", ".pdf"), caption="../report/choppy.rst",
                category="6. Choppy"),
@@ -256,8 +253,8 @@ rule choppy_fig2:
     conda:
         "../../environment.yml"
     params:
-        studies=expand("results/truncation/{name}", name=truncation_names()),
-        names=truncation_names(),
+        studies=expand("results/truncation/{name}", name=CHOPPY.names()),
+        names=CHOPPY.names(),
     resources:
         mem_mb=2000,
         runtime=15,

@@ -6,7 +6,7 @@
 rule reproduction:
     input:
         reported=REPRODUCTION["reported"],
-        tables=headline_tables() if REPRODUCTION["comparable"] else [],
+        tables=PLAN.headline_tables() if REPRODUCTION["comparable"] else [],
     output:
         report("results/reproduction.csv", caption="../report/reproduction.rst", category="1. Claims"),
         "results/reproduction.md",

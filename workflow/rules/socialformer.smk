@@ -2,7 +2,7 @@
 
 rule socialformer_table:
     input:
-        metrics=lambda wc: socialformer_metrics(wc.table),
+        metrics=lambda wc: SOCIALFORMER.table_metrics(wc.table),
     output:
         report("results/tables/socialformer_{table}.csv", caption="../report/socialformer_tables.rst",
                category="5. Socialformer"),
@@ -15,7 +15,7 @@ rule socialformer_table:
     wildcard_constraints:
         table="table1|table2",
     params:
-        spec=lambda wc: socialformer_table_spec(wc.table),
+        spec=lambda wc: as_json(SOCIALFORMER.table_spec(wc.table)),
         prefix=lambda wildcards, output: output[0].removesuffix(".csv"),
     shell:
         "python -m rankstudy socialformer-report {wildcards.table} --metrics {input.metrics:q}"
@@ -24,8 +24,8 @@ rule socialformer_table:
 
 rule socialformer_fig4:
     input:
-        unpack(lambda wc: socialformer_stores(SOCIAL["graph_run"])),
-        encoder=lambda wc: encoder_build(NEURAL["models"][run_model(SOCIAL["graph_run"])].get("encoder")),
+        unpack(lambda wc: SOCIALFORMER.stores(SOCIAL["graph_run"])),
+        encoder=lambda wc: encoder_build(NEURAL["models"][SOCIALFORMER.graph_model].get("encoder")),
         qrels=lambda wc: f"data/{SOCIAL['dataset']}/qrels.test.txt",
     output:
         report("results/figures/socialformer_fig4.png", caption="../report/socialformer_figures.rst",
@@ -42,7 +42,7 @@ rule socialformer_fig4:
         mem_mb=4000,  # the collection's IDF (memory-mapped tokens) and the encoder
         runtime=60,
     params:
-        spec=lambda wc: socialformer_graph_spec("fig4"),
+        spec=lambda wc: as_json(SOCIALFORMER.graph_spec("fig4")),
         prefix=lambda wildcards, output: output[0].removesuffix(".png"),
     shell:
         "python -m rankstudy socialformer-report fig4 --collection {input.collection} --queries {input.queries}"
@@ -51,8 +51,8 @@ rule socialformer_fig4:
 
 rule socialformer_fig5:
     input:
-        unpack(lambda wc: socialformer_stores(SOCIAL["graph_run"])),
-        encoder=lambda wc: encoder_build(NEURAL["models"][run_model(SOCIAL["graph_run"])].get("encoder")),
+        unpack(lambda wc: SOCIALFORMER.stores(SOCIAL["graph_run"])),
+        encoder=lambda wc: encoder_build(NEURAL["models"][SOCIALFORMER.graph_model].get("encoder")),
         qrels=lambda wc: f"data/{SOCIAL['dataset']}/qrels.test.txt",
     output:
         report("results/figures/socialformer_fig5.png", caption="../report/socialformer_figures.rst",
@@ -68,7 +68,7 @@ rule socialformer_fig5:
         mem_mb=4000,  # the collection's IDF (memory-mapped tokens) and the encoder
         runtime=60,
     params:
-        spec=lambda wc: socialformer_graph_spec("fig5"),
+        spec=lambda wc: as_json(SOCIALFORMER.graph_spec("fig5")),
         prefix=lambda wildcards, output: output[0].removesuffix(".png"),
     shell:
         "python -m rankstudy socialformer-report fig5 --collection {input.collection} --queries {input.queries}"
@@ -77,9 +77,9 @@ rule socialformer_fig5:
 
 rule socialformer_fig6:
     input:
-        metrics=lambda wc: socialformer_fig6_metrics(),
+        metrics=lambda wc: SOCIALFORMER.fig6_metrics(),
         qrels=lambda wc: f"data/{SOCIAL['dataset']}/qrels.{SOCIAL['fig6']['split']}.txt",
-        collection=lambda wc: socialformer_stores(list(SOCIAL["fig6"]["runs"].values())[0])["collection"],
+        collection=lambda wc: SOCIALFORMER.stores(list(SOCIAL["fig6"]["runs"].values())[0])["collection"],
     output:
         report("results/figures/socialformer_fig6.png", caption="../report/socialformer_figures.rst",
                category="5. Socialformer"),
@@ -90,7 +90,7 @@ rule socialformer_fig6:
     conda:
         "../../environment.yml"
     params:
-        spec=lambda wc: socialformer_fig6_spec(),
+        spec=lambda wc: as_json(SOCIALFORMER.fig6_spec()),
         prefix=lambda wildcards, output: output[0].removesuffix(".png"),
     shell:
         "python -m rankstudy socialformer-report fig6 --metrics {input.metrics:q} --qrels {input.qrels}"
@@ -99,7 +99,7 @@ rule socialformer_fig6:
 
 rule socialformer_curves:
     input:
-        logs=lambda wc: socialformer_curve_logs(),
+        logs=lambda wc: SOCIALFORMER.curve_logs(),
     output:
         report("results/figures/socialformer_curves.png", caption="../report/socialformer_figures.rst",
                category="5. Socialformer"),
@@ -110,7 +110,7 @@ rule socialformer_curves:
     conda:
         "../../environment.yml"
     params:
-        spec=lambda wc: socialformer_curves_spec(),
+        spec=lambda wc: as_json(SOCIALFORMER.curves_spec()),
         prefix=lambda wildcards, output: output[0].removesuffix(".png"),
     shell:
         "python -m rankstudy socialformer-report curves --logs {input.logs:q} --spec {params.spec:q}"

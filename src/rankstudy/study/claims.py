@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from rankstudy.config import ConfigError
-from rankstudy.study.plan import TRUNCATION_MEASURES
+from rankstudy.study.choppy import MEASURES as TRUNCATION_MEASURES
 
 Ref = dict[str, Any]
 
@@ -54,10 +54,10 @@ def _truncation_ref(plan, claim, ref) -> tuple[Ref, str | None]:
     name = claim["truncation"]
     if "method" not in ref:
         raise _error(claim, "a truncation claim compares methods ({method: ...}) or a value")
-    if ref["method"] not in plan.truncation_methods:
+    if ref["method"] not in plan.choppy.methods:
         raise _error(claim, f"method {ref['method']!r} is not a truncation method "
-                            f"({', '.join(plan.truncation_methods)})")
-    reason = None if name in plan.truncation_names() else f"truncation run {name!r} is not part of this config"
+                            f"({', '.join(plan.choppy.methods)})")
+    reason = None if name in plan.choppy.names() else f"truncation run {name!r} is not part of this config"
     return {"label": ref.get("label", f"{ref['method']} ({name})"), "method": ref["method"],
             "path": f"results/truncation/{name}/per_query.csv"}, reason
 

@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Any, Mapping
+from functools import cached_property
+from typing import Any, Iterable, Mapping
 
+from rankstudy.study.choppy import ChoppyOutputs
 from rankstudy.study.runs import Run, plan_runs
+from rankstudy.study.socialformer import SocialformerOutputs
+from rankstudy.study.tk import TKOutputs
+from rankstudy.study.tkl import TKLOutputs
 
 SYNTHETIC_SPLITS = ("train", "dev", "test")
-TRUNCATION_MEASURES = ("f1", "dcg")
 
 
 @dataclass(frozen=True)
@@ -57,9 +61,28 @@ class StudyPlan:
         """neural.encoders: the study's own, built by rule pretrain_encoder."""
         return self.config["neural"]["encoders"]
 
-    @property
-    def truncation_methods(self) -> list[str]:
-        return ["Oracle", "Greedy-k", "BiCut", "Choppy"] + [f"Fixed-{k}" for k in self.config["truncation"]["fixed_k"]]
+    # ---- the papers' outputs (one object per paper) ----------------------------------------------
+    @cached_property
+    def tk(self) -> TKOutputs:
+        return TKOutputs(self)
+
+    @cached_property
+    def tkl(self) -> TKLOutputs:
+        return TKLOutputs(self)
+
+    @cached_property
+    def socialformer(self) -> SocialformerOutputs:
+        return SocialformerOutputs(self)
+
+    @cached_property
+    def choppy(self) -> ChoppyOutputs:
+        return ChoppyOutputs(self)
+
+    def headline_tables(self) -> list[str]:
+        """The table CSVs this config writes (those check-expected and the reproduction report read)."""
+        tables = ["results/tables/first_stage.csv"] + (["results/tables/tk_table2.csv"] if self.tk.table2_rows() else [])
+        return tables + [path for path in self.tkl.outputs() + self.socialformer.outputs() + self.choppy.outputs()
+                         if path.startswith("results/tables/")]
 
     # ---- datasets and systems ------------------------------------------------------------------
     def dataset_splits(self, name: str) -> list[str]:
@@ -94,12 +117,12 @@ class StudyPlan:
         """(dataset, system) pairs of every neural run to evaluate on dev and test."""
         return [(dataset, system) for run in self.runs.values() for dataset in run.datasets for system in run.systems]
 
-    def truncation_names(self) -> list[str]:
-        """Truncation run types whose inputs the study produces (workflow runs of its datasets,
-        cross-validation folds) or files."""
-        return [name for name, spec in self.config["truncation"]["runs"].items()
-                if "run" in spec
-                or all(part.get("dataset") in self.studied for part in spec.get("folds", [spec]))]
+    def rerank_depths(self, runs: Iterable[str]) -> str:
+        """'N' or 'N-M (per run)': the candidates the runs re-rank (a run's rerank_depth, else neural.rerank.depth),
+        as the captions state it."""
+        default = self.config["neural"]["rerank"]["depth"]
+        depths = sorted({self.runs[run].spec.get("rerank_depth", default) for run in runs})
+        return str(depths[0]) if len(depths) == 1 else f"{depths[0]}-{depths[-1]} (per run)"
 
     # ---- models and encoders -------------------------------------------------------------------
     def encoder_location(self, name: str) -> str:

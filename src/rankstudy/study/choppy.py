@@ -1,0 +1,60 @@
+"""The Choppy paper's outputs of a study (config ``truncation``): the ranked lists each truncation run
+type cuts, the methods its table compares, and which outputs the config asks for."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Mapping
+
+if TYPE_CHECKING:
+    from rankstudy.study.plan import StudyPlan
+
+MEASURES = ("f1", "dcg")  # what a truncation is scored by (rankstudy.truncation.experiment)
+
+
+@dataclass(frozen=True)
+class ChoppyOutputs:
+    plan: StudyPlan
+
+    @property
+    def section(self) -> Mapping[str, Any]:
+        return self.plan.config["truncation"]
+
+    @property
+    def methods(self) -> list[str]:
+        """Table 1's rows: the oracle, the baselines, BiCut, Choppy."""
+        return ["Oracle", "Greedy-k", "BiCut", "Choppy"] + [f"Fixed-{k}" for k in self.section["fixed_k"]]
+
+    def names(self) -> list[str]:
+        """The run types whose lists the study produces (workflow runs of its datasets, cross-validation
+        folds) or reads from files."""
+        return [name for name, spec in self.section["runs"].items()
+                if "run" in spec or all(part.get("dataset") in self.plan.studied for part in spec.get("folds", [spec]))]
+
+    @property
+    def has_grid(self) -> bool:
+        """Whether the config asks for Fig. 2's d x heads grid."""
+        return bool(self.section.get("grid_d")) and bool(self.section.get("grid_heads"))
+
+    def outputs(self) -> list[str]:
+        if not self.names():
+            return []
+        outputs = ["results/tables/choppy_table1.csv", "results/figures/choppy_fig1.png"]
+        return outputs + (["results/figures/choppy_fig2.png"] if self.has_grid else [])
+
+    def inputs(self, name: str) -> dict[str, str]:
+        """{run, qrels} of a run type: a workflow run, merged folds or external files."""
+        spec = self.section["runs"][name]
+        if "run" in spec:
+            return {"run": spec["run"], "qrels": spec["qrels"]}
+        split = spec.get("split", "test")
+        if "folds" in spec:
+            return {"run": f"runs/folds/{name}/{split}.run", "qrels": f"runs/folds/{name}/qrels.{split}.txt"}
+        return {"run": f"runs/{spec['dataset']}/{spec['system']}.{split}.run",
+                "qrels": f"data/{spec['dataset']}/qrels.{split}.txt"}
+
+    def fold_inputs(self, name: str, split: str) -> dict[str, list[str]]:
+        """The runs and qrels of a cross-validated run type's folds, merged into one list per split."""
+        folds = self.section["runs"][name]["folds"]
+        return {"runs": [f"runs/{part['dataset']}/{part['system']}.{split}.run" for part in folds],
+                "qrels": [f"data/{part['dataset']}/qrels.{split}.txt" for part in folds]}

@@ -1,0 +1,67 @@
+"""The TK paper's outputs of a study (config ``neural``: ``table2_runs``, ``query_tables``): Table 2's rows,
+Tables 3-4's runs and the interpretability view's run."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from rankstudy.study.plan import StudyPlan
+
+
+@dataclass(frozen=True)
+class TKOutputs:
+    plan: StudyPlan
+
+    @property
+    def table2_runs(self) -> list[str]:
+        """neural.table2_runs (default: every run)."""
+        return self.plan.config["neural"].get("table2_runs", list(self.plan.runs))
+
+    def first_stage_label(self, system: str) -> str:
+        """A first-stage system as the tables name it: BM25, QL, or the config's name (official candidates)."""
+        if system not in self.plan.systems:
+            return system
+        return {"bm25": "BM25", "ql": "QL"}.get(self.plan.systems[system]["model"], system)
+
+    def table2_rows(self) -> list[dict[str, Any]]:
+        """Table 2: the re-ranked first stage per evaluated dataset, then the runs of Table 2 (each by the
+        system that stands for it: ``Run.system``; ``-full``: the depth tuned on dev)."""
+        first_stage = self.plan.rerank_from
+        rows, datasets = [], []
+        for name in self.table2_runs:
+            run = self.plan.runs[name]
+            for dataset in run.datasets:
+                if dataset not in datasets:
+                    datasets.append(dataset)
+                    rows.append({"run": self.first_stage_label(first_stage), "model": None, "dataset": dataset,
+                                 "rerank": first_stage, "full": first_stage, "baseline": first_stage})
+                rows.append({"run": name, "model": run.model, "dataset": dataset, "rerank": run.system,
+                             "full": f"{run.system}-full", "baseline": first_stage})
+        return rows
+
+    def table2_metrics(self) -> list[str]:
+        paths = set()
+        for row in self.table2_rows():
+            for system in (row["rerank"], row["full"]):
+                run = None if system == self.plan.rerank_from else row["run"]
+                paths.update(f"results/metrics/{row['dataset']}/{system}.{split}.csv"
+                             for split in self.plan.eval_splits(row["dataset"], run))
+        return sorted(paths)
+
+    def view_run(self) -> dict[str, str] | None:
+        """The interpretability view's run: the first TK run of Table 2 that trained its own models (re-rank
+        task; its best-validated seed where the run selects one, else its first seed); None without one."""
+        for name in self.table2_runs:
+            run = self.plan.runs[name]
+            if run.base == name and self.plan.models[run.model]["model"] == "tk" and run.datasets:
+                return {"run": name, "dataset": run.datasets[0], "system": run.system}
+        return None
+
+    def query_tables(self) -> list[dict[str, str]]:
+        """Tables 3-4: neural.query_tables' runs that are in Table 2 and evaluated somewhere, each on its first
+        dataset (re-rank task)."""
+        return [{"run": name, "dataset": self.plan.runs[name].datasets[0], "system": self.plan.runs[name].system}
+                for name in self.plan.config["neural"].get("query_tables", [])
+                if name in self.table2_runs and self.plan.runs[name].datasets]

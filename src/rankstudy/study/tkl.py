@@ -1,0 +1,100 @@
+"""The TKL paper's outputs of a study (config ``longdoc``): its tables' rows and captions, the runs its
+figures compare, and which outputs the config asks for."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Iterable, Mapping
+
+if TYPE_CHECKING:
+    from rankstudy.study.plan import StudyPlan
+
+# table wildcard -> (config key of its rows, its name in the caption)
+TABLES = {"table1": ("table1", "Table 1"), "table2": ("saturation", "Table 2 (saturation ablation)")}
+CAPTION = ("TKL paper {what} on {dataset}: re-ranking the top {depth} BM25 candidates; test: dense judgments, "
+           "dev: sparse. sig: the rows this one is significantly better than (paired Wilcoxon, p < 0.05). "
+           "docs/ms: throughput at the paper's dimensions (results/efficiency.csv). ")
+
+
+@dataclass(frozen=True)
+class TKLOutputs:
+    plan: StudyPlan
+
+    @property
+    def section(self) -> Mapping[str, Any]:
+        return self.plan.config["longdoc"]
+
+    @property
+    def dataset(self) -> str:
+        return self.section["dataset"]
+
+    @property
+    def active(self) -> bool:
+        """The study has the TKL outputs when their dataset is part of the study."""
+        return "dataset" in self.section and self.dataset in self.plan.studied
+
+    def outputs(self) -> list[str]:
+        if not self.active:
+            return []
+        outputs = [f"results/tables/tkl_{table}.csv" for table, (key, _) in TABLES.items() if self.section[key]]
+        if self.section["compare"]:
+            outputs.append("results/figures/tkl_fig1.png")
+            if self.plan.datasets[self.dataset]["source"] == "synthetic":
+                outputs.append("results/tables/tkl_evidence.csv")
+        if self.section["lengths"]:
+            outputs.append("results/figures/tkl_fig2.png")
+        if "regions" in self.section:
+            outputs.append("results/figures/tkl_fig3.png")
+        return outputs
+
+    def metrics(self, systems: Iterable[str], splits: Iterable[str] = ("dev", "test")) -> list[str]:
+        splits = tuple(splits)
+        return sorted({f"results/metrics/{self.dataset}/{system}.{split}.csv" for system in systems for split in splits})
+
+    def rows(self, key: str) -> list[dict[str, Any]]:
+        """Table rows: BM25 first, then the configured {label, run} entries (``speed``: the efficiency model
+        whose docs/ms the row shows, default the run's model)."""
+        runs = self.plan.runs
+        return [{"label": "BM25", "dataset": self.dataset, "system": "bm25"}] + [
+            {"label": row["label"], "dataset": self.dataset, "system": runs[row["run"]].system,
+             "model": row.get("speed", runs[row["run"]].model)}
+            for row in self.section[key]]
+
+    def table_metrics(self, table: str) -> list[str]:
+        return self.metrics(row["system"] for row in self.rows(TABLES[table][0]))
+
+    def table_spec(self, table: str) -> dict[str, Any]:
+        key, what = TABLES[table]
+        caption = CAPTION.format(what=what, dataset=self.dataset,
+                                 depth=self.plan.rerank_depths(row["run"] for row in self.section[key]))
+        return {"rows": self.rows(key), "splits": ["test", "dev"], "caption": caption + self.section["caption_note"]}
+
+    def test_runs(self) -> dict[str, str]:
+        """Fig. 1's and the evidence table's runs: {label: test run file} of ``compare``."""
+        return {label: f"runs/{self.dataset}/{self.plan.runs[run].system}.test.run"
+                for label, run in self.section["compare"].items()}
+
+    def run_stores(self, run: str) -> dict[str, str]:
+        """The token stores, word vectors and model with which a run's model reads the dataset's test split."""
+        emb = self.plan.runs[run].embeddings
+        return {"queries": f"text/{emb}/{self.dataset}/queries.test",
+                "documents": f"text/{emb}/{self.dataset}/collection",
+                "embeddings": f"text/{emb}/embeddings.npy",
+                "model": f"{self.plan.runs[run].model_dir(self.plan.runs[run].seeds[0])}/model.pt"}
+
+    def evidence_spec(self) -> dict[str, Any]:
+        caption = ("Relevant test documents ranked in the top 10 by each system, by where their evidence starts "
+                   f"(synthetic truth). {self.section['caption_note']}")
+        return {"runs": self.test_runs(), "boundary": self.section["evidence_boundary"], "top": 10,
+                "rel_threshold": self.plan.rel_threshold(self.dataset, "test"), "caption": caption}
+
+    def fig1_spec(self) -> dict[str, Any]:
+        return {"runs": self.test_runs(), "top": self.section["top"],
+                "rel_threshold": self.plan.rel_threshold(self.dataset, "test")}
+
+    def fig2_metrics(self) -> list[str]:
+        return self.metrics([self.plan.runs[point["run"]].system for point in self.section["lengths"]], ["test"])
+
+    def fig2_spec(self) -> dict[str, Any]:
+        return {"points": [{"model": point["model"], "length": point["length"], "dataset": self.dataset,
+                            "system": self.plan.runs[point["run"]].system} for point in self.section["lengths"]]}
