@@ -1,0 +1,142 @@
+# The Choppy paper (docs/truncation.md): ranked lists merged from folds, BiCut and Choppy trained and
+# compared per run type (config truncation.runs), Table 1 and Figs. 1-2.
+
+rule merge_folds:
+    input:
+        unpack(lambda wc: CHOPPY.fold_inputs(wc.name, wc.split)),
+    output:
+        # a folder per merged run: no first-stage run (runs/DATASET/SYSTEM.SPLIT.run) can have its name
+        run="runs/folds/{name}/{split}.run",
+        qrels="runs/folds/{name}/qrels.{split}.txt",
+    log:
+        "logs/truncation/{name}.folds.{split}.log",
+    conda:
+        "../../environment.yml"
+    resources:
+        mem_mb=1000,
+        runtime=15,
+    shell:
+        "python -m rankstudy merge-folds --runs {input.runs} --qrels {input.qrels} --out-run {output.run}"
+        " --out-qrels {output.qrels} --tag {wildcards.name} 2> {log}"
+
+
+rule truncation:
+    input:
+        unpack(lambda wc: CHOPPY.inputs(wc.name)),
+    output:
+        results="results/truncation/{name}/results.csv",
+        per_query="results/truncation/{name}/per_query.csv",
+        fig1="results/truncation/{name}/fig1.json",
+        settings="results/truncation/{name}/settings.json",
+    log:
+        "logs/truncation/{name}.log",
+    conda:
+        "../../environment.yml"
+    benchmark:
+        "benchmarks/truncation/{name}.tsv"
+    threads: NEURAL["threads"]
+    params:
+        settings=as_json({k: v for k, v in TRUNCATION.items() if k != "runs"}),
+        seed=config["seed"],
+        qids=lambda wc: truncation_qid_args(wc.name),
+        out=lambda wildcards, output: os.path.dirname(output.results),
+    resources:
+        mem_mb=2000,
+        runtime=60,
+        gpu=gpus(TRUNCATION.get("device", "auto")),
+    shell:
+        "python -m rankstudy truncation --run {input.run:q} --qrels {input.qrels:q} --config {params.settings:q}"
+        " --seed {params.seed} --threads {threads} --out {params.out} {params.qids} 2> {log}"
+
+
+# Fig. 2 only: Choppy over the d x heads grid on the same split (not needed by Table 1)
+rule truncation_grid:
+    input:
+        unpack(lambda wc: CHOPPY.inputs(wc.name)),
+    output:
+        "results/truncation/{name}/grid.csv",
+    log:
+        "logs/truncation/{name}.grid.log",
+    conda:
+        "../../environment.yml"
+    benchmark:
+        "benchmarks/truncation/{name}.grid.tsv"
+    threads: NEURAL["threads"]
+    params:
+        settings=as_json({k: v for k, v in TRUNCATION.items() if k != "runs"}),
+        seed=config["seed"],
+        qids=lambda wc: truncation_qid_args(wc.name),
+    resources:
+        mem_mb=2000,
+        runtime=60,
+        gpu=gpus(TRUNCATION.get("device", "auto")),
+    shell:
+        "python -m rankstudy truncation --run {input.run:q} --qrels {input.qrels:q} --config {params.settings:q}"
+        " --seed {params.seed} --threads {threads} --grid-out {output} {params.qids} 2> {log}"
+
+
+rule choppy_table1:
+    input:
+        expand("results/truncation/{name}/{file}", name=CHOPPY.names(),
+               file=["results.csv", "per_query.csv", "settings.json"]),
+    output:
+        report("results/tables/choppy_table1.csv", caption="../report/choppy.rst", category="6. Choppy"),
+        "results/tables/choppy_table1.md",
+        "results/tables/choppy_table1.tex",
+    log:
+        "logs/report/choppy_table1.log",
+    conda:
+        "../../environment.yml"
+    params:
+        studies=expand("results/truncation/{name}", name=CHOPPY.names()),
+        names=CHOPPY.names(),
+        prefix=lambda wildcards, output: output[0].removesuffix(".csv"),
+    resources:
+        mem_mb=1000,
+        runtime=15,
+    shell:
+        "python -m rankstudy choppy-report table1 --studies {params.studies:q} --names {params.names:q}"
+        " --out-prefix {params.prefix} 2> {log}"
+
+
+rule choppy_fig1:
+    input:
+        expand("results/truncation/{name}/{file}", name=CHOPPY.names(), file=["fig1.json", "per_query.csv"]),
+    output:
+        report(multiext("results/figures/choppy_fig1", ".png", ".pdf"), caption="../report/choppy.rst",
+               category="6. Choppy"),
+        "results/figures/choppy_fig1.csv",
+    log:
+        "logs/report/choppy_fig1.log",
+    conda:
+        "../../environment.yml"
+    params:
+        studies=expand("results/truncation/{name}", name=CHOPPY.names()),
+        names=CHOPPY.names(),
+    resources:
+        mem_mb=2000,
+        runtime=15,
+    shell:
+        "python -m rankstudy choppy-report fig1 --studies {params.studies:q} --names {params.names:q}"
+        " --out-prefix results/figures/choppy_fig1 2> {log}"
+
+
+rule choppy_fig2:
+    input:
+        expand("results/truncation/{name}/grid.csv", name=CHOPPY.names()),
+    output:
+        report(multiext("results/figures/choppy_fig2", ".png", ".pdf"), caption="../report/choppy.rst",
+               category="6. Choppy"),
+    log:
+        "logs/report/choppy_fig2.log",
+    conda:
+        "../../environment.yml"
+    params:
+        studies=expand("results/truncation/{name}", name=CHOPPY.names()),
+        names=CHOPPY.names(),
+    resources:
+        mem_mb=2000,
+        runtime=15,
+    shell:
+        "python -m rankstudy choppy-report fig2 --studies {params.studies:q} --names {params.names:q}"
+        " --out-prefix results/figures/choppy_fig2 2> {log}"
