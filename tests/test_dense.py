@@ -59,4 +59,4 @@ def test_dense_settings_are_checked():
     with pytest.raises(ValueError, match="pooling must be cls or mean"):
         DenseConfig(encoder="minilm", pooling="max")
     with pytest.raises(ConfigError, match="unknown key"):
-        cli._dense_config('{"encoder": "minilm", "hits": 3}')
+        cli.first_stage._dense_config('{"encoder": "minilm", "hits": 3}')

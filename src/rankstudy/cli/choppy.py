@@ -1,0 +1,87 @@
+"""Subcommands: the Choppy paper: merged folds, truncation (BiCut, Choppy, baselines), its table and figures."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from rankstudy.cli.registry import subcommand
+from rankstudy.errors import StudyError
+
+
+def _merge_folds(args: argparse.Namespace) -> None:
+    from rankstudy.formats import read_qrels, read_run, write_qrels, write_run
+    from rankstudy.runs import merge_disjoint
+
+    if len(args.runs) != len(args.qrels):
+        raise StudyError(f"merge-folds: one qrels file per run, got {len(args.runs)} runs and {len(args.qrels)} qrels")
+    run = merge_disjoint([read_run(path) for path in args.runs], args.runs)
+    qrels = merge_disjoint([read_qrels(path) for path in args.qrels], args.qrels)
+    write_qrels(args.out_qrels, qrels)
+    write_run(args.out_run, run, args.tag)
+
+
+@subcommand("merge-folds", "one run and qrels from cross-validation folds' test runs")
+def _merge_folds_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--runs", nargs="+", required=True, help="each fold's run (disjoint queries)")
+    p.add_argument("--qrels", nargs="+", required=True, help="each fold's qrels, in the same order")
+    p.add_argument("--out-run", required=True)
+    p.add_argument("--out-qrels", required=True)
+    p.add_argument("--tag", required=True)
+    p.set_defaults(handler=_merge_folds)
+
+
+def _truncation(args: argparse.Namespace) -> None:
+    import torch
+
+    from rankstudy.truncation.experiment import run_from_files
+
+    # one thread, as the workflow's job (Snakemake sets OMP_NUM_THREADS to the rule's threads): run by hand
+    # with torch's default (every core) Choppy gave other numbers than the workflow; on one thread two runs
+    # side by side and the workflow's agree to the last digit
+    torch.set_num_threads(max(1, args.threads))
+    qid_lists = {part: path for part, path in (("train", args.train_qids), ("dev", args.dev_qids),
+                                               ("test", args.test_qids)) if path}
+    if qid_lists and len(qid_lists) != 3:
+        raise StudyError("give all three of --train-qids, --dev-qids and --test-qids, or none")
+    run_from_files(Path(args.run), Path(args.qrels), json.loads(args.config), args.seed,
+                   Path(args.out) if args.out else None, qid_lists,
+                   Path(args.grid_out) if args.grid_out else None)
+
+
+@subcommand("truncation", "ranked-list truncation study (Choppy Table 1) on a run")
+def _truncation_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--run", required=True, help="TREC run with scores")
+    p.add_argument("--qrels", required=True)
+    p.add_argument("--config", required=True, help="the truncation config section as JSON")
+    p.add_argument("--seed", type=int, required=True)
+    target = p.add_mutually_exclusive_group(required=True)
+    target.add_argument("--out", help="output directory of the study (every method, both metrics)")
+    target.add_argument("--grid-out", help="only train Choppy over the d x heads grid (Fig. 2) and write this CSV")
+    p.add_argument("--threads", type=int, default=1, help="torch threads (1: the same numbers on every run)")
+    p.add_argument("--train-qids", help="file with one train query id per line (else a seeded split)")
+    p.add_argument("--dev-qids")
+    p.add_argument("--test-qids")
+    p.set_defaults(handler=_truncation)
+
+
+def _choppy_report(args: argparse.Namespace) -> None:
+    from rankstudy.report import choppy
+
+    studies = [Path(p) for p in args.studies]
+    if args.what == "table1":
+        choppy.table1(studies, args.names, Path(args.out_prefix))
+    elif args.what == "fig1":
+        choppy.figure1(studies, args.names, Path(args.out_prefix))
+    else:
+        choppy.figure2(studies, args.names, Path(args.out_prefix))
+
+
+@subcommand("choppy-report", "the Choppy paper's Table 1 and Figures 1-2")
+def _choppy_report_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("what", choices=["table1", "fig1", "fig2"])
+    p.add_argument("--studies", nargs="+", required=True, help="truncation output directories")
+    p.add_argument("--names", nargs="+", required=True, help="run-type name of each study")
+    p.add_argument("--out-prefix", required=True)
+    p.set_defaults(handler=_choppy_report)

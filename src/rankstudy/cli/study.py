@@ -1,0 +1,86 @@
+"""Subcommands: the claims scoreboard, the expected-results check, the reproduction report."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+from pathlib import Path
+
+from rankstudy.cli.registry import subcommand
+from rankstudy.errors import StudyError
+
+log = logging.getLogger("rankstudy")
+
+
+def _claims(args: argparse.Namespace) -> None:
+    from rankstudy.report.claims import scoreboard, write_scoreboard
+
+    try:
+        claims = json.loads(args.spec)["claims"]
+    except (ValueError, KeyError, TypeError) as error:
+        raise StudyError(f"--spec: expected JSON {{\"claims\": [...]}} ({error})") from None
+    table = scoreboard(claims)
+    write_scoreboard(table, Path(args.out_prefix))
+    log.info("claims: %s", ", ".join(f"{n} {o}" for o, n in table["outcome"].value_counts().items()))
+
+
+@subcommand("claims", "the claims scoreboard: each paper's claims tested on per-query values")
+def _claims_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--spec", required=True, help='JSON {"claims": [...]}: the claims resolved by the workflow (rule claims)')
+    p.add_argument("--out-prefix", required=True, help="writes PREFIX.csv and PREFIX.md")
+    p.set_defaults(handler=_claims)
+
+
+def _check_expected(args: argparse.Namespace) -> None:
+    from rankstudy import expected
+
+    tables = args.tables or expected.tables_in(args.tables_dir, args.expected)
+    if args.update:
+        count = expected.update(args.expected, tables)
+        print(f"wrote {count} expected cells of {len(tables)} tables to {args.expected}")
+        return
+    summary, drifts = expected.check(args.expected, tables, missing_ok=args.missing_ok)
+    for line in drifts:
+        print(line)
+    print(summary)
+    if args.out:
+        from rankstudy.atomic import atomic_open
+
+        with atomic_open(args.out) as out:
+            out.write("".join(f"{line}\n" for line in drifts) + f"{summary}\n")
+    if drifts:
+        raise StudyError(f"{summary} (listed above)")
+
+
+@subcommand("check-expected", "compare a finished run's table cells with the expected file")
+def _check_expected_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--expected", required=True, help="the expected file (YAML; docs/claims.md)")
+    given = p.add_mutually_exclusive_group(required=True)
+    given.add_argument("--tables", nargs="+", help="the run's table CSVs (results/tables/NAME.csv)")
+    given.add_argument("--tables-dir", help="the run's table folder: the tables the expected file pins (a new file: "
+                       "every known table there)")
+    p.add_argument("--update", action="store_true", help="rewrite the expected file from these tables")
+    p.add_argument("--missing-ok", action="store_true", help="a missing expected file is reported, not an error")
+    p.add_argument("--out", help="also write the drifted cells and the summary to this file")
+    p.set_defaults(handler=_check_expected)
+
+
+def _reproduction(args: argparse.Namespace) -> None:
+    from rankstudy.report.reproduction import reproduction, write_reproduction
+
+    comparable = not args.not_comparable
+    table = reproduction(args.reported, args.tables_dir, comparable)
+    write_reproduction(table, Path(args.out_prefix), comparable)
+    log.info("reproduction: %s", ", ".join(f"{n} {s}" for s, n in table["status"].value_counts().items())
+             if comparable else "this config's data is not comparable with the papers'")
+
+
+@subcommand("reproduction", "the papers' reported table cells beside this run's")
+def _reproduction_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--reported", nargs="*", default=[], help="reported-cells files (config/paper/reported/*.yaml)")
+    p.add_argument("--tables-dir", default="results/tables", help="the run's table folder (results/tables/NAME.csv)")
+    p.add_argument("--not-comparable", action="store_true",
+                   help="this config's data is not the papers' (the synthetic default): say so, compare nothing")
+    p.add_argument("--out-prefix", required=True, help="writes PREFIX.csv and PREFIX.md")
+    p.set_defaults(handler=_reproduction)
