@@ -96,17 +96,24 @@ def test_dry_run_lists_the_study_jobs(tmp_path):
     }
 
 
-def test_the_warm_start_chain_is_scheduled_first(tmp_path):
-    """The jobs the Socialformer runs wait on (word vectors -> study encoder -> ce-passage -> its export) carry a
-    priority; no other training job does."""
+def test_preparation_then_the_warm_start_chain_are_scheduled_first(tmp_path):
+    """Preparation (datasets to training examples) goes first, then the jobs the Socialformer runs wait on
+    (study encoder -> ce-passage -> its export); no other job has a priority."""
     result = snakemake(workflow_copy(tmp_path), "-n", "--cores", "2", "--verbose")
     assert result.returncode == 0, result.stderr
-    first = set()
+    by_priority = {}
     for job in re.split(r"\n\n", result.stdout + result.stderr):
-        if re.search(r"^\s+priority: [1-9]", job, re.M):
-            first.add(re.search(r"^\s+output: ([^,\n]+)", job, re.M).group(1))
-    assert first == {"text/w2v/embeddings.npy", "text/ft/embeddings.npy", "text/study/embeddings.npy", "encoders/study",
-                     "models/synthetic-passage/ce_passage/ce-passage/seed42/model.pt", "models/encoders/ce-passage.s42"}
+        priority = re.search(r"^\s+priority: (\d+)", job, re.M)
+        rule = re.search(r"^(?:local)?rule (\w+):", job, re.M)
+        if priority and rule and priority.group(1) != "0":
+            output = re.search(r"^\s+output: ([^,\n]+)", job, re.M).group(1)
+            by_priority.setdefault(int(priority.group(1)), set()).add((rule.group(1), output))
+    assert set(by_priority) == {10, 20}
+    assert by_priority[10] == {("pretrain_encoder", "encoders/study"), ("export_encoder", "models/encoders/ce-passage.s42"),
+                               ("train", "models/synthetic-passage/ce_passage/ce-passage/seed42/model.pt")}
+    preparation = {rule for rule, _ in by_priority[20]}
+    assert preparation == {"dataset_synthetic_passage", "dataset_synthetic_doc", "dataset_synthetic_lists", "index",
+                           "first_stage", "vocabulary", "store_collection", "store_queries", "embeddings", "examples"}
 
 
 def test_the_extended_config_adds_the_rows_beyond_the_default(tmp_path):

@@ -22,6 +22,7 @@ rule first_stage:
     resources:
         mem_mb=4000,
         runtime=240,
+    priority: PREPARATION_PRIORITY
     shell:
         "python -m rankstudy search --index {input.index} --queries {input.queries} --out {output}"
         " --model {params.model} --params {params.settings:q} --hits {params.hits}"
@@ -46,6 +47,7 @@ rule official_candidates:
     resources:
         mem_mb=4000,
         runtime=120,
+    priority: PREPARATION_PRIORITY
     shell:
         "python -m rankstudy official-candidates --ids {params.ids} --queries {input.queries} --hits {params.hits}"
         " --out {output} --tag {wildcards.system} 2> {log}"
@@ -72,6 +74,7 @@ rule dense_index:
         mem_mb=8000,
         runtime=1440,
         gpu=lambda wc: gpus(SYSTEMS[wc.system].get("device", "auto")),
+    priority: PREPARATION_PRIORITY
     shell:
         "python -m rankstudy dense-index --collection {input} --config {params.config:q} --out {output}"
         " --device {params.device} 2> {log}"
@@ -100,6 +103,7 @@ rule dense_search:
         mem_mb=8000,
         runtime=240,
         gpu=lambda wc: gpus(SYSTEMS[wc.system].get("device", "auto")),
+    priority: PREPARATION_PRIORITY
     shell:
         "python -m rankstudy dense-search --index {input.index} --queries {input.queries} --config {params.config:q}"
         " --hits {params.hits} --out {output} --tag {wildcards.system} --device {params.device}"

@@ -141,9 +141,13 @@ def neural_metrics():
             for dataset, system in neural_systems() for split in eval_splits(dataset, system_run(system))]
 
 
-# The long chain word vectors -> study encoder -> warm start (encoder_from) -> the runs that start from it:
-# its jobs go first when cores are free, or the warm start waits behind independent runs and the
-# Socialformer runs finish last, one core idle (bench/results/study_time.md).
+# Scheduling on a few cores (bench/results/study_time.md). Snakemake runs the ready job of highest priority
+# first, and a rule's priority does not pass to the jobs it waits on. Preparation (datasets, indexes,
+# candidates, tokens, word vectors, training examples) goes first: every training waits on the word vectors,
+# which wait on every dataset, and a report or a Choppy job that ran first left one core idle beside them.
+# Then the long chain study encoder -> warm start (encoder_from) -> the runs that start from it, or the
+# warm start waits behind independent runs and the Socialformer runs finish last, one core idle.
+PREPARATION_PRIORITY = 20
 CHAIN_PRIORITY = 10
 
 

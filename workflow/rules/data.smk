@@ -24,6 +24,7 @@ for _name, _dataset in DATASETS.items():
         resources:
             mem_mb=8000,
             runtime=240,
+        priority: PREPARATION_PRIORITY
         shell:
             "python -m rankstudy dataset --name {params.name} --config {params.section:q}"
             " --seed {params.seed} --out {params.out} 2> {log}"

@@ -17,6 +17,7 @@ rule index:
     resources:
         mem_mb=8000,
         runtime=600,
+    priority: PREPARATION_PRIORITY
     shell:
         "python -m rankstudy index --collection {input} --out {output} --threads {threads}"
         " --expected-stats {params.stats:q} --terms-tolerance {params.tolerance}"

@@ -20,6 +20,7 @@ rule vocabulary:
     resources:
         mem_mb=4000,
         runtime=60,
+    priority: PREPARATION_PRIORITY
     shell:
         "python -m rankstudy vocab --collection {input.collection} --queries {input.queries}"
         " --min-count {params.min_count} --out {output} 2> {log}"
@@ -43,6 +44,7 @@ rule store_collection:
     resources:
         mem_mb=4000,
         runtime=120,
+    priority: PREPARATION_PRIORITY
     shell:
         "python -m rankstudy store --input {input.collection} --kind collection {params.tokens}"
         " --out {output} 2> {log}"
@@ -64,6 +66,7 @@ rule store_queries:
     resources:
         mem_mb=1000,
         runtime=30,
+    priority: PREPARATION_PRIORITY
     shell:
         "python -m rankstudy store --input {input.queries} --kind queries {params.tokens}"
         " --out {output} 2> {log}"
@@ -82,7 +85,7 @@ rule embeddings:
         "../../environment.yml"
     benchmark:
         "benchmarks/text/{emb}/embeddings.tsv"
-    priority: CHAIN_PRIORITY
+    priority: PREPARATION_PRIORITY
     params:
         settings=lambda wc: as_json({k: v for k, v in EMBEDDINGS[wc.emb].items()
                                      if k not in ("dataset", "corpus", "vocab_min_count", "include_queries")}),
@@ -144,6 +147,7 @@ rule examples:
     resources:
         mem_mb=2000,
         runtime=30,
+    priority: PREPARATION_PRIORITY
     shell:
         "python -m rankstudy examples --qrels {input.qrels} --candidates {input.candidates} --out {output}"
         " --kind {wildcards.kind} --rel-threshold {params.threshold} --negatives-depth {params.depth}"
