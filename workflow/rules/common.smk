@@ -102,27 +102,27 @@ def store_tokens_arg(wildcards, input):
     return f"--vocab {input.vocab}"
 
 
-def run_seeds(variant):
-    return list(PLAN_RUNS[variant].seeds)
+def run_seeds(run):
+    return list(PLAN_RUNS[run].seeds)
 
 
-def run_embeddings(variant):
-    return PLAN_RUNS[variant].embeddings
+def run_embeddings(run):
+    return PLAN_RUNS[run].embeddings
 
 
-def training_settings(variant):
-    return dict(PLAN_RUNS[variant].training)
+def training_settings(run):
+    return dict(PLAN_RUNS[run].training)
 
 
-def encoder_dir(variant, seed):
-    return PLAN_RUNS[variant].encoder_dir(seed)
+def encoder_dir(run, seed):
+    return PLAN_RUNS[run].encoder_dir(seed)
 
 
 encoder_input = PLAN.encoder_inputs
 
 
-def tuning_depths(variant):
-    return PLAN_RUNS[variant].tuning_depths(NEURAL["rerank"]["depths"])
+def tuning_depths(run):
+    return PLAN_RUNS[run].tuning_depths(NEURAL["rerank"]["depths"])
 
 
 def full_task_depth(wildcards, input):
@@ -132,8 +132,8 @@ def full_task_depth(wildcards, input):
     return f"--depth {RUNS[system_run(wildcards.system)]['rerank_depth']}"
 
 
-def model_dir(variant, seed):
-    return PLAN_RUNS[variant].model_dir(seed)
+def model_dir(run, seed):
+    return PLAN_RUNS[run].model_dir(seed)
 
 
 def neural_metrics():
@@ -151,25 +151,25 @@ PREPARATION_PRIORITY = 20
 CHAIN_PRIORITY = 10
 
 
-def chain_priority(variant):
+def chain_priority(run):
     """Scheduling priority of a run's training: CHAIN_PRIORITY for runs that other runs start from."""
-    return CHAIN_PRIORITY if PLAN_RUNS[variant].starts_others else 0
+    return CHAIN_PRIORITY if PLAN_RUNS[run].starts_others else 0
 
 
-def selects_best_seed(variant):
-    return PLAN_RUNS[variant].selects_best_seed
+def selects_best_seed(run):
+    return PLAN_RUNS[run].selects_best_seed
 
 
-def example_kind(variant):
-    return PLAN_RUNS[variant].example_kind
+def example_kind(run):
+    return PLAN_RUNS[run].example_kind
 
 
-def view_seeds(variant):
-    return list(PLAN_RUNS[variant].view_seeds)
+def view_seeds(run):
+    return list(PLAN_RUNS[run].view_seeds)
 
 
-def run_system(variant):
-    return PLAN_RUNS[variant].system
+def run_system(run):
+    return PLAN_RUNS[run].system
 
 
 # ---- the papers' outputs (rankstudy.study.{tk,tkl,socialformer,choppy}; tested there) ----------------

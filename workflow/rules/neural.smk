@@ -156,29 +156,29 @@ rule examples:
 
 rule train:
     input:
-        embeddings=lambda wc: f"text/{run_embeddings(wc.variant)}/embeddings.npy",
-        examples=lambda wc: f"train/{wc.dataset}/{example_kind(wc.variant)}.tsv",
-        train_queries=lambda wc: f"text/{run_embeddings(wc.variant)}/{wc.dataset}/queries.train",
-        documents=lambda wc: f"text/{run_embeddings(wc.variant)}/{wc.dataset}/collection",
-        dev_queries=lambda wc: f"text/{run_embeddings(wc.variant)}/{wc.dataset}/queries.dev",
+        embeddings=lambda wc: f"text/{run_embeddings(wc.run)}/embeddings.npy",
+        examples=lambda wc: f"train/{wc.dataset}/{example_kind(wc.run)}.tsv",
+        train_queries=lambda wc: f"text/{run_embeddings(wc.run)}/{wc.dataset}/queries.train",
+        documents=lambda wc: f"text/{run_embeddings(wc.run)}/{wc.dataset}/collection",
+        dev_queries=lambda wc: f"text/{run_embeddings(wc.run)}/{wc.dataset}/queries.dev",
         dev_run=f"runs/{{dataset}}/{RERANK_FROM}.dev.run",
         dev_qrels="data/{dataset}/qrels.dev.txt",
-        encoder=lambda wc: encoder_input(wc.variant, wc.seed),
+        encoder=lambda wc: encoder_input(wc.run, wc.seed),
     output:
-        model="models/{dataset}/{model}/{variant}/seed{seed}/model.pt",
-        log_csv="models/{dataset}/{model}/{variant}/seed{seed}/log.csv",
+        model="models/{dataset}/{model}/{run}/seed{seed}/model.pt",
+        log_csv="models/{dataset}/{model}/{run}/seed{seed}/log.csv",
     log:
-        "logs/train/{dataset}/{model}.{variant}.s{seed}.log",
+        "logs/train/{dataset}/{model}.{run}.s{seed}.log",
     conda:
         "../../environment.yml"
     benchmark:
-        "benchmarks/train/{dataset}/{model}.{variant}.s{seed}.tsv"
-    priority: lambda wc: chain_priority(wc.variant)
+        "benchmarks/train/{dataset}/{model}.{run}.s{seed}.tsv"
+    priority: lambda wc: chain_priority(wc.run)
     threads: NEURAL["threads"]
     params:
         name=lambda wc: NEURAL["models"][wc.model]["model"],
-        model=lambda wc: as_json(PLAN.model_settings(wc.variant, wc.seed)),
-        training=lambda wc: as_json(training_settings(wc.variant)),
+        model=lambda wc: as_json(PLAN.model_settings(wc.run, wc.seed)),
+        training=lambda wc: as_json(training_settings(wc.run)),
         out=lambda wildcards, output: os.path.dirname(output.model),
     resources:
         mem_mb=8000,
@@ -214,26 +214,26 @@ rule export_encoder:
 
 rule rerank:
     input:
-        model=lambda wc: f"{model_dir(wc.variant, wc.seed)}/model.pt",
-        embeddings=lambda wc: f"text/{run_embeddings(wc.variant)}/embeddings.npy",
-        queries=lambda wc: f"text/{run_embeddings(wc.variant)}/{wc.dataset}/queries.{wc.split}",
-        documents=lambda wc: f"text/{run_embeddings(wc.variant)}/{wc.dataset}/collection",
+        model=lambda wc: f"{model_dir(wc.run, wc.seed)}/model.pt",
+        embeddings=lambda wc: f"text/{run_embeddings(wc.run)}/embeddings.npy",
+        queries=lambda wc: f"text/{run_embeddings(wc.run)}/{wc.dataset}/queries.{wc.split}",
+        documents=lambda wc: f"text/{run_embeddings(wc.run)}/{wc.dataset}/collection",
         candidates=f"runs/{{dataset}}/{RERANK_FROM}.{{split}}.run",
-        encoder=lambda wc: encoder_input(wc.variant, wc.seed),
+        encoder=lambda wc: encoder_input(wc.run, wc.seed),
     output:
-        "runs/{dataset}/{model}.{variant}.s{seed}.{split}.run",
+        "runs/{dataset}/{model}.{run}.s{seed}.{split}.run",
     log:
-        "logs/rerank/{dataset}/{model}.{variant}.s{seed}.{split}.log",
+        "logs/rerank/{dataset}/{model}.{run}.s{seed}.{split}.log",
     conda:
         "../../environment.yml"
     benchmark:
-        "benchmarks/rerank/{dataset}/{model}.{variant}.s{seed}.{split}.tsv"
+        "benchmarks/rerank/{dataset}/{model}.{run}.s{seed}.{split}.tsv"
     wildcard_constraints:
         seed=r"\d+",
     threads: NEURAL["threads"]
     params:
-        tag=lambda wc: f"{wc.model}.{wc.variant}.s{wc.seed}",
-        depth=lambda wc: RUNS[wc.variant].get("rerank_depth", NEURAL["rerank"]["depth"]),
+        tag=lambda wc: f"{wc.model}.{wc.run}.s{wc.seed}",
+        depth=lambda wc: RUNS[wc.run].get("rerank_depth", NEURAL["rerank"]["depth"]),
         batch=NEURAL["rerank"]["batch_size"],
         device=NEURAL["device"],
         model_dir=lambda wildcards, input: os.path.dirname(input.model),
@@ -303,13 +303,13 @@ rule full_task:
 rule select_seed:
     """The seed whose training reached the best validation metric (the TK notebook's submitted run)."""
     input:
-        logs=lambda wc: [f"{model_dir(wc.variant, seed)}/log.csv" for seed in run_seeds(wc.variant)],
-        runs=lambda wc: [f"runs/{wc.dataset}/{wc.model}.{wc.variant}.s{seed}.{wc.split}.run"
-                         for seed in run_seeds(wc.variant)],
+        logs=lambda wc: [f"{model_dir(wc.run, seed)}/log.csv" for seed in run_seeds(wc.run)],
+        runs=lambda wc: [f"runs/{wc.dataset}/{wc.model}.{wc.run}.s{seed}.{wc.split}.run"
+                         for seed in run_seeds(wc.run)],
     output:
-        "runs/{dataset}/{model}.{variant}.best.{split}.run",
+        "runs/{dataset}/{model}.{run}.best.{split}.run",
     log:
-        "logs/rerank/{dataset}/{model}.{variant}.best.{split}.log",
+        "logs/rerank/{dataset}/{model}.{run}.best.{split}.log",
     conda:
         "../../environment.yml"
     resources:
@@ -317,21 +317,21 @@ rule select_seed:
         runtime=15,
     shell:
         "python -m rankstudy select-seed --logs {input.logs} --runs {input.runs} --out {output}"
-        " --tag {wildcards.model}.{wildcards.variant}.best 2> {log}"
+        " --tag {wildcards.model}.{wildcards.run}.best 2> {log}"
 
 
 rule ensemble:
     input:
-        lambda wc: [f"runs/{wc.dataset}/{wc.model}.{RUNS[wc.variant]['ensemble']}.s{seed}.{wc.split}.run"
-                    for seed in run_seeds(wc.variant)],
+        lambda wc: [f"runs/{wc.dataset}/{wc.model}.{RUNS[wc.run]['ensemble']}.s{seed}.{wc.split}.run"
+                    for seed in run_seeds(wc.run)],
     output:
-        "runs/{dataset}/{model}.{variant}.ens.{split}.run",
+        "runs/{dataset}/{model}.{run}.ens.{split}.run",
     log:
-        "logs/rerank/{dataset}/{model}.{variant}.ens.{split}.log",
+        "logs/rerank/{dataset}/{model}.{run}.ens.{split}.log",
     conda:
         "../../environment.yml"
     resources:
         mem_mb=1000,
         runtime=15,
     shell:
-        "python -m rankstudy ensemble --runs {input} --out {output} --tag {wildcards.model}.{wildcards.variant} 2> {log}"
+        "python -m rankstudy ensemble --runs {input} --out {output} --tag {wildcards.model}.{wildcards.run} 2> {log}"
