@@ -225,3 +225,10 @@ def test_a_paper_whose_dataset_the_study_does_not_run_has_no_outputs():
     assert plan.headline_tables() == ["results/tables/" + name for name in (
         "first_stage.csv", "tk_table2.csv", "choppy_table1.csv")]
     assert {row["dataset"] for row in plan.tk.table2_rows()} == {"synthetic-passage"}
+
+
+def test_training_validates_with_the_dev_splits_relevance_threshold():
+    plan = StudyPlan.from_config(study_config("datasets:\n  synthetic-passage:\n    rel_threshold: {dev: 2}\n"))
+    assert plan.training_settings("p1")["rel_threshold"] == 2  # trains on synthetic-passage
+    assert plan.training_settings("d1")["rel_threshold"] == 1  # trains on synthetic-doc
+    assert plan.training_settings("p1")["max_steps"] == plan.runs["p1"].training["max_steps"]

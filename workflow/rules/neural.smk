@@ -178,7 +178,7 @@ rule train:
     params:
         name=lambda wc: NEURAL["models"][wc.model]["model"],
         model=lambda wc: as_json(PLAN.model_settings(wc.run, wc.seed)),
-        training=lambda wc: as_json(training_settings(wc.run)),
+        training=lambda wc: as_json(PLAN.training_settings(wc.run)),
         out=lambda wildcards, output: os.path.dirname(output.model),
     resources:
         mem_mb=8000,

@@ -150,6 +150,11 @@ class StudyPlan:
             settings["encoder"] = warm_start
         return settings
 
+    def training_settings(self, run: str) -> dict[str, Any]:
+        """The TrainConfig settings of a run's training: neural.training, the run's overrides, the device, and
+        the relevance threshold of the dev split it validates on (the train dataset's)."""
+        return {**self.runs[run].training, "rel_threshold": self.rel_threshold(self.runs[run].train, "dev")}
+
     def encoder_inputs(self, run: str, seed: int | str) -> list[str]:
         """The encoder directories a run's model loads: its warm start, else its study encoder."""
         warm_start = self.runs[run].encoder_dir(seed)
