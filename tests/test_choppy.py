@@ -116,6 +116,7 @@ def dev_mean(model, data):
     return tables[np.arange(len(cuts)), cuts - 1].mean()
 
 
+@pytest.mark.slow  # trains Choppy to quality: minutes
 def test_training_beats_fixed_cut_and_nears_oracle():
     torch.set_num_threads(min(2, torch.get_num_threads()))
     rng = np.random.default_rng(0)
@@ -168,6 +169,7 @@ def offset_lists(n: int, rng: np.random.Generator, width: int = 30, relevant=Non
     return scores.astype(np.float32), tables.astype(np.float32), np.full(n, width), relevant
 
 
+@pytest.mark.slow  # trains Choppy to quality: minutes
 def test_the_cut_follows_the_scores_not_the_rank():
     rng = np.random.default_rng(3)
     train, dev = offset_lists(600, rng)[:3], offset_lists(60, rng)[:3]
