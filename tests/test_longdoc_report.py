@@ -11,7 +11,7 @@ from helpers import assert_drawn, metric_csv
 
 from rankstudy.errors import StudyError
 from rankstudy.formats import write_qrels, write_run
-from rankstudy.report.longdoc import (evidence_table, length_figure, max_length_figure, region_figure,
+from rankstudy.papers.tkl.report import (evidence_table, length_figure, max_length_figure, region_figure,
                                       system_table)
 
 MEASURES = ("nDCG@10", "RR@10", "AP@100")

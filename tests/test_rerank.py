@@ -195,7 +195,7 @@ def test_cli_commands(tmp_path):
 
 def test_tk_view_shows_the_best_validated_seed(tmp_path, monkeypatch):
     import rankstudy.experiment
-    import rankstudy.report.tk_view
+    import rankstudy.papers.tk.view
     import rankstudy.text.vocab
 
     for name, peak in (("s42", 0.30), ("s43", 0.35), ("s44", 0.33)):
@@ -204,7 +204,7 @@ def test_tk_view_shows_the_best_validated_seed(tmp_path, monkeypatch):
     loaded = []
     monkeypatch.setattr(rankstudy.experiment, "load_trained",
                         lambda path, *rest: (loaded.append(path.name), rankstudy.experiment.InputSpec(30, 200)))
-    monkeypatch.setattr(rankstudy.report.tk_view, "render", lambda *args: None)
+    monkeypatch.setattr(rankstudy.papers.tk.view, "render", lambda *args: None)
     monkeypatch.setattr(rankstudy.text.vocab.Vocabulary, "load", lambda path: None)
     files = ["--embeddings", "e", "--vocab", "v", "--collection", "c", "--queries", "q", "--qrels", "r",
              "--first-stage", "f", "--neural", "n", "--out", "o"]

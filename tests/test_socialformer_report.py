@@ -17,7 +17,7 @@ from rankstudy.cli import main
 from rankstudy.errors import StudyError
 from rankstudy.formats import read_qrels, write_qrels
 from rankstudy.models.socialformer import SocialGraphConfig
-from rankstudy.report.socialformer import (GraphDocument, adjacency_figure, bucket_labels, choose_document,
+from rankstudy.papers.socialformer.report import (GraphDocument, adjacency_figure, bucket_labels, choose_document,
                                            circle_size_figure, figure_document, length_bucket_figure,
                                            positive_lengths, table1, table2)
 from rankstudy.store import TokenStore, build_store_with

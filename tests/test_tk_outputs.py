@@ -13,8 +13,8 @@ from rankstudy import formats
 from rankstudy.efficiency import measure_models
 from rankstudy.errors import StudyError
 from rankstudy.models import build_model
-from rankstudy.report.tk import best_worst_queries, table2
-from rankstudy.report.tk_view import choose_query, render
+from rankstudy.papers.tk.report import best_worst_queries, table2
+from rankstudy.papers.tk.view import choose_query, render
 from rankstudy.significance import paired_t_p, significance_letters, wilcoxon_p
 from rankstudy.text.vocab import build_vocabulary
 

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from rankstudy.errors import StudyError
-from rankstudy.report.choppy import settings_caption
+from rankstudy.papers.choppy.report import settings_caption
 from rankstudy.truncation.experiment import TruncationConfig, run_grid, run_study, split_queries
 
 

@@ -28,12 +28,12 @@ def check_references(config: Mapping[str, Any]) -> None:
 
 
 def check_plan(plan) -> None:
-    """Everything the planned runs and the papers' outputs need (a StudyPlan without its claims)."""
+    """Everything the planned runs need, then each paper's section (its plan's ``check``); a StudyPlan
+    without its claims."""
     _check_settings(plan)
     _check_splits(plan)
-    _check_tk(plan)
-    _check_longdoc(plan)
-    _check_socialformer(plan)
+    for paper in (plan.tk, plan.tkl, plan.socialformer):
+        paper.check()
 
 
 def _check_settings(plan) -> None:
@@ -82,65 +82,3 @@ def _check_splits(plan) -> None:
                 raise ConfigError(
                     f"config: neural.runs.{name} is not evaluated on a 'dev' split of {dataset!r} to tune "
                     f"the full task's re-ranking depth on; give the run a fixed `rerank_depth`")
-
-
-def _check_tk(plan) -> None:
-    for key in ("table2_runs", "query_tables"):
-        for name in plan.config["neural"].get(key, []):
-            if name not in plan.runs:
-                raise ConfigError(f"config: neural.{key} names {name!r}, which is not a key of neural.runs")
-
-
-def _check_named_runs(plan, section: str, names: list[str]) -> None:
-    dataset = plan.config[section]["dataset"]
-    for name in names:
-        if name not in plan.runs or dataset not in plan.runs[name].datasets:
-            raise ConfigError(f"config: {section} names run {name!r}, which is not a neural.runs entry evaluated "
-                              f"on {dataset!r}")
-
-
-def longdoc_runs(longdoc: Mapping[str, Any]) -> list[str]:
-    """Every run the long-document outputs name (tables, Fig. 2, comparison, regions)."""
-    named = [row["run"] for key in ("table1", "saturation", "lengths") for row in longdoc[key]]
-    return named + list(longdoc["compare"].values()) + ([longdoc["regions"]] if "regions" in longdoc else [])
-
-
-def socialformer_runs(social: Mapping[str, Any]) -> list[str]:
-    """Every run the Socialformer outputs name (tables, Fig. 6, the graph figures' model)."""
-    named = [row["run"] for key in ("table1", "table2") for row in social[key]] + list(social["fig6"]["runs"].values())
-    return named + ([social["graph_run"]] if "graph_run" in social else [])
-
-
-def socialformer_columns(social: Mapping[str, Any], table: str) -> Mapping[str, list[str]]:
-    """A table's {split: measures}: its own (``table2_columns``) or the shared ``columns``."""
-    return social.get(f"{table}_columns") or social["columns"]
-
-
-def _check_longdoc(plan) -> None:
-    longdoc = plan.config["longdoc"]
-    if "dataset" in longdoc and longdoc["dataset"] in plan.studied:
-        _check_named_runs(plan, "longdoc", longdoc_runs(longdoc))
-
-
-def _check_socialformer(plan) -> None:
-    social = plan.config["socialformer"]
-    if not ("dataset" in social and social["dataset"] in plan.studied):
-        return
-    _check_named_runs(plan, "socialformer", socialformer_runs(social))
-    for table in ("table1", "table2"):
-        for row in social[table]:
-            for split in socialformer_columns(social, table):
-                if split not in plan.eval_splits(social["dataset"], row["run"]):
-                    raise ConfigError(f"config: socialformer.{table} shows {split} columns, but run {row['run']!r} "
-                                      f"is not evaluated on {split} (neural.runs.{row['run']}.splits)")
-    for name in social["curves"].values():
-        if name not in plan.runs or "model" not in plan.runs[name].spec:
-            raise ConfigError(f"config: socialformer.curves names {name!r}, which is not a trained neural.runs entry")
-    measures = [social["fig6"]["measure"]] + [measure for table in ("table1", "table2")
-                                              for measures in socialformer_columns(social, table).values()
-                                              for measure in measures]
-    for measure in measures:
-        if measure not in plan.config["evaluation"]["measures"]:
-            raise ConfigError(f"config: socialformer uses measure {measure!r}, which is not in evaluation.measures")
-    if "graph_run" in social and plan.models[plan.runs[social["graph_run"]].model]["model"] != "socialformer":
-        raise ConfigError(f"config: socialformer.graph_run {social['graph_run']!r} is not a Socialformer run")

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from rankstudy.config import ConfigError
-from rankstudy.study.choppy import MEASURES as TRUNCATION_MEASURES
+from rankstudy.papers.choppy.plan import MEASURES as TRUNCATION_MEASURES
 
 Ref = dict[str, Any]
 

@@ -67,7 +67,7 @@ def _truncation_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _choppy_report(args: argparse.Namespace) -> None:
-    from rankstudy.report import choppy
+    from rankstudy.papers.choppy import report as choppy
 
     studies = [Path(p) for p in args.studies]
     if args.what == "table1":

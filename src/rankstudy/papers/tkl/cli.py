@@ -26,7 +26,7 @@ def _regions_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _longdoc_report(args: argparse.Namespace) -> None:
-    from rankstudy.report import longdoc
+    from rankstudy.papers.tkl import report as longdoc
 
     spec, out = json.loads(args.spec), Path(args.out_prefix)
     if args.what == "table":

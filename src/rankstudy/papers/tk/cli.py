@@ -13,7 +13,7 @@ log = logging.getLogger("rankstudy")
 
 
 def _tk_table2(args: argparse.Namespace) -> None:
-    from rankstudy.report.tk import table2
+    from rankstudy.papers.tk.report import table2
 
     table2(args.metrics, json.loads(args.rows), Path(args.out_prefix), args.depth, args.scaled, args.efficiency)
 
@@ -30,7 +30,7 @@ def _tk_table2_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _tk_queries(args: argparse.Namespace) -> None:
-    from rankstudy.report.tk import best_worst_queries
+    from rankstudy.papers.tk.report import best_worst_queries
 
     best_worst_queries(args.metrics, args.queries, args.qrels, Path(args.out_prefix), args.count,
                        first_table=args.first_table)
@@ -52,7 +52,7 @@ def _tk_view(args: argparse.Namespace) -> None:
     import torch
 
     from rankstudy.experiment import load_trained
-    from rankstudy.report.tk_view import render
+    from rankstudy.papers.tk.view import render
     from rankstudy.text.vocab import Vocabulary
 
     model_dir = args.model_dir[0]

@@ -6,6 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from rankstudy.config import ConfigError
+
 if TYPE_CHECKING:
     from rankstudy.study.plan import StudyPlan
 
@@ -13,6 +15,12 @@ if TYPE_CHECKING:
 @dataclass(frozen=True)
 class TKOutputs:
     plan: StudyPlan
+
+    def check(self) -> None:
+        for key in ("table2_runs", "query_tables"):
+            for name in self.plan.config["neural"].get(key, []):
+                if name not in self.plan.runs:
+                    raise ConfigError(f"config: neural.{key} names {name!r}, which is not a key of neural.runs")
 
     @property
     def table2_runs(self) -> list[str]:

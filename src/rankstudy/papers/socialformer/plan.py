@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Mapping
 
-from rankstudy.study.checks import socialformer_columns
+from rankstudy.config import ConfigError
 
 if TYPE_CHECKING:
     from rankstudy.study.plan import StudyPlan
@@ -41,6 +41,39 @@ class SocialformerOutputs:
         """The study has the Socialformer outputs when their dataset is part of the study."""
         return "dataset" in self.section and self.dataset in self.plan.studied
 
+    def columns(self, table: str) -> Mapping[str, list[str]]:
+        """A table's {split: measures}: its own (``table2_columns``) or the shared ``columns``."""
+        return self.section.get(f"{table}_columns") or self.section["columns"]
+
+    def named_runs(self) -> list[str]:
+        """Every run the Socialformer outputs name (tables, Fig. 6, the graph figures' model)."""
+        section = self.section
+        named = [row["run"] for key in ("table1", "table2") for row in section[key]]
+        named += list(section["fig6"]["runs"].values())
+        return named + ([section["graph_run"]] if "graph_run" in section else [])
+
+    def check(self) -> None:
+        if not self.active:
+            return
+        section, runs = self.section, self.plan.runs
+        self.plan.check_named_runs("socialformer", self.named_runs())
+        for table in ("table1", "table2"):
+            for row in section[table]:
+                for split in self.columns(table):
+                    if split not in self.plan.eval_splits(self.dataset, row["run"]):
+                        raise ConfigError(f"config: socialformer.{table} shows {split} columns, but run "
+                                          f"{row['run']!r} is not evaluated on {split} (neural.runs.{row['run']}.splits)")
+        for name in section["curves"].values():
+            if name not in runs or "model" not in runs[name].spec:
+                raise ConfigError(f"config: socialformer.curves names {name!r}, which is not a trained neural.runs entry")
+        measures = [section["fig6"]["measure"]] + [measure for table in ("table1", "table2")
+                                                   for measures in self.columns(table).values() for measure in measures]
+        for measure in measures:
+            if measure not in self.plan.config["evaluation"]["measures"]:
+                raise ConfigError(f"config: socialformer uses measure {measure!r}, which is not in evaluation.measures")
+        if "graph_run" in section and self.plan.models[self.graph_model]["model"] != "socialformer":
+            raise ConfigError(f"config: socialformer.graph_run {section['graph_run']!r} is not a Socialformer run")
+
     def outputs(self) -> list[str]:
         if not self.active:
             return []
@@ -66,13 +99,13 @@ class SocialformerOutputs:
 
     def table_metrics(self, table: str) -> list[str]:
         return sorted({f"results/metrics/{self.dataset}/{row['system']}.{split}.csv"
-                       for row in self.rows(table) for split in socialformer_columns(self.section, table)})
+                       for row in self.rows(table) for split in self.columns(table)})
 
     def table_spec(self, table: str) -> dict[str, Any]:
         section = self.section
         caption = CAPTIONS[table].format(dataset=self.dataset, test=SIGNIFICANCE_TESTS[section["significance"]],
                                          depth=self.plan.rerank_depths(row["run"] for row in section[table]))
-        columns = [[split, measure] for split, measures in socialformer_columns(section, table).items()
+        columns = [[split, measure] for split, measures in self.columns(table).items()
                    for measure in measures]
         return {"rows": self.rows(table), "columns": columns, "test": section["significance"],
                 "caption": caption + section["caption_note"]}

@@ -33,6 +33,16 @@ class TKLOutputs:
         """The study has the TKL outputs when their dataset is part of the study."""
         return "dataset" in self.section and self.dataset in self.plan.studied
 
+    def named_runs(self) -> list[str]:
+        """Every run the TKL outputs name (tables, Fig. 2, comparison, regions)."""
+        section = self.section
+        named = [row["run"] for key in ("table1", "saturation", "lengths") for row in section[key]]
+        return named + list(section["compare"].values()) + ([section["regions"]] if "regions" in section else [])
+
+    def check(self) -> None:
+        if self.active:
+            self.plan.check_named_runs("longdoc", self.named_runs())
+
     def outputs(self) -> list[str]:
         if not self.active:
             return []

@@ -13,7 +13,7 @@ log = logging.getLogger("rankstudy")
 
 
 def _socialformer_report(args: argparse.Namespace) -> None:
-    from rankstudy.report import socialformer
+    from rankstudy.papers.socialformer import report as socialformer
 
     spec, out = json.loads(args.spec), Path(args.out_prefix)
     if args.what == "curves":

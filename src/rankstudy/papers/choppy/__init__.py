@@ -1,0 +1,1 @@
+"""The Choppy paper's outputs: plan, report, CLI (rankstudy.papers)."""

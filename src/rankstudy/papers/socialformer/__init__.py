@@ -1,0 +1,1 @@
+"""The Socialformer paper's outputs: plan, report, CLI (rankstudy.papers)."""

@@ -1,0 +1,1 @@
+"""The TK paper's outputs: plan, report, CLI (rankstudy.papers)."""

@@ -1,0 +1,1 @@
+"""The TKL paper's outputs: plan, report, CLI (rankstudy.papers)."""
