@@ -114,10 +114,6 @@ def training_settings(run):
     return dict(PLAN_RUNS[run].training)
 
 
-def encoder_dir(run, seed):
-    return PLAN_RUNS[run].encoder_dir(seed)
-
-
 encoder_input = PLAN.encoder_inputs
 
 
@@ -154,10 +150,6 @@ CHAIN_PRIORITY = 10
 def chain_priority(run):
     """Scheduling priority of a run's training: CHAIN_PRIORITY for runs that other runs start from."""
     return CHAIN_PRIORITY if PLAN_RUNS[run].starts_others else 0
-
-
-def selects_best_seed(run):
-    return PLAN_RUNS[run].selects_best_seed
 
 
 def example_kind(run):

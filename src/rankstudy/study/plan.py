@@ -11,6 +11,8 @@ from rankstudy.papers.choppy.plan import ChoppyOutputs
 from rankstudy.papers.socialformer.plan import SocialformerOutputs
 from rankstudy.papers.tk.plan import TKOutputs
 from rankstudy.papers.tkl.plan import TKLOutputs
+from rankstudy.study.checks import check_plan, check_references
+from rankstudy.study.claims import resolve_claims
 from rankstudy.study.runs import Run, plan_runs
 
 SYNTHETIC_SPLITS = ("train", "dev", "test")
@@ -25,9 +27,6 @@ class StudyPlan:
     @classmethod
     def from_config(cls, config: Mapping[str, Any]) -> StudyPlan:
         """The plan of a schema-validated config; a ConfigError names what the config gets wrong."""
-        from rankstudy.study.checks import check_plan, check_references
-        from rankstudy.study.claims import resolve_claims
-
         check_references(config)
         plan = cls(config=config, runs=plan_runs(config))
         check_plan(plan)
