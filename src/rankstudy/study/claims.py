@@ -15,16 +15,6 @@ def _error(claim: Mapping[str, Any], message: str) -> ConfigError:
     return ConfigError(f"config: claims: claim {claim['id']!r}: {message}")
 
 
-def _neural_system_names(plan) -> set[str]:
-    """Every metric-file system name a neural run can have (any seed, both tasks)."""
-    names = set()
-    for name, run in plan.runs.items():
-        seeds = ["ens"] if run.is_ensemble else [f"s{seed}" for seed in run.seeds] + (
-            ["best"] if run.selects_best_seed else [])
-        names.update(f"{run.model}.{name}.{seed}{task}" for seed in seeds for task in ("", "-full"))
-    return names
-
-
 def _metric_ref(plan, claim, ref) -> tuple[Ref, str | None]:
     """{label, path, dataset, system, split} of a metric-CSV reference, and why this config does not produce
     it (None when it does); unknown names are errors."""
@@ -40,7 +30,8 @@ def _metric_ref(plan, claim, ref) -> tuple[Ref, str | None]:
             raise _error(claim, f"run {run.name!r} is evaluated on {evaluated}, not {split!r}")
     else:
         system = ref["system"]
-        if system not in plan.systems and system not in _neural_system_names(plan):
+        neural = {name for run in plan.runs.values() for name in run.systems}  # any seed, both tasks
+        if system not in plan.systems and system not in neural:
             raise _error(claim, f"system {system!r} is neither a first_stage system ({', '.join(plan.systems)}) "
                                 "nor a neural run's metric-file system (or name the run: {run: NAME})")
         produced = ((system in plan.systems and dataset in plan.studied)
