@@ -6,7 +6,6 @@ from dataclasses import dataclass, replace
 from functools import cached_property
 from typing import Any, Iterable, Mapping
 
-from rankstudy.config import ConfigError
 from rankstudy.papers.choppy.plan import ChoppyOutputs
 from rankstudy.papers.socialformer.plan import SocialformerOutputs
 from rankstudy.papers.tk.plan import TKOutputs
@@ -112,14 +111,6 @@ class StudyPlan:
         run's own ``splits`` (e.g. test only, for an ablation whose table shows test columns)."""
         wanted = self.runs[run].spec.get("splits", ("dev", "test")) if run else ("dev", "test")
         return [split for split in ("dev", "test") if split in self.dataset_splits(dataset) and split in wanted]
-
-    def check_named_runs(self, section: str, names: list[str]) -> None:
-        """Every run a paper's section names is a neural run evaluated on the section's dataset."""
-        dataset = self.config[section]["dataset"]
-        for name in names:
-            if name not in self.runs or dataset not in self.runs[name].datasets:
-                raise ConfigError(f"config: {section} names run {name!r}, which is not a neural.runs entry "
-                                  f"evaluated on {dataset!r}")
 
     def neural_systems(self) -> list[tuple[str, str]]:
         """(dataset, system) pairs of every neural run to evaluate on dev and test."""

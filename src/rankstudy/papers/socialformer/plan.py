@@ -4,13 +4,10 @@ asks for."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import Any, Mapping
 
 from rankstudy.config import ConfigError
-
-if TYPE_CHECKING:
-    from rankstudy.study.plan import StudyPlan
+from rankstudy.papers.section import DatasetPaper
 
 CAPTIONS = {
     "table1": "Socialformer paper Table 1 on {dataset}: re-ranking the top {depth} BM25 candidates; dev: sparse "
@@ -24,22 +21,8 @@ CAPTIONS = {
 SIGNIFICANCE_TESTS = {"wilcoxon": "Wilcoxon", "t": "t-test"}
 
 
-@dataclass(frozen=True)
-class SocialformerOutputs:
-    plan: StudyPlan
-
-    @property
-    def section(self) -> Mapping[str, Any]:
-        return self.plan.config["socialformer"]
-
-    @property
-    def dataset(self) -> str:
-        return self.section["dataset"]
-
-    @property
-    def active(self) -> bool:
-        """The study has the Socialformer outputs when their dataset is part of the study."""
-        return "dataset" in self.section and self.dataset in self.plan.studied
+class SocialformerOutputs(DatasetPaper):
+    KEY = "socialformer"
 
     def columns(self, table: str) -> Mapping[str, list[str]]:
         """A table's {split: measures}: its own (``table2_columns``) or the shared ``columns``."""
@@ -56,7 +39,7 @@ class SocialformerOutputs:
         if not self.active:
             return
         section, runs = self.section, self.plan.runs
-        self.plan.check_named_runs("socialformer", self.named_runs())
+        self.check_named_runs(self.named_runs())
         for table in ("table1", "table2"):
             for row in section[table]:
                 for split in self.columns(table):

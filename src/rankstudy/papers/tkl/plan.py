@@ -3,11 +3,9 @@ figures compare, and which outputs the config asks for."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Iterable, Mapping
+from typing import Any, Iterable
 
-if TYPE_CHECKING:
-    from rankstudy.study.plan import StudyPlan
+from rankstudy.papers.section import DatasetPaper
 
 # table wildcard -> (config key of its rows, its name in the caption)
 TABLES = {"table1": ("table1", "Table 1"), "table2": ("saturation", "Table 2 (saturation ablation)")}
@@ -16,22 +14,8 @@ CAPTION = ("TKL paper {what} on {dataset}: re-ranking the top {depth} BM25 candi
            "docs/ms: throughput at the paper's dimensions (results/efficiency.csv). ")
 
 
-@dataclass(frozen=True)
-class TKLOutputs:
-    plan: StudyPlan
-
-    @property
-    def section(self) -> Mapping[str, Any]:
-        return self.plan.config["longdoc"]
-
-    @property
-    def dataset(self) -> str:
-        return self.section["dataset"]
-
-    @property
-    def active(self) -> bool:
-        """The study has the TKL outputs when their dataset is part of the study."""
-        return "dataset" in self.section and self.dataset in self.plan.studied
+class TKLOutputs(DatasetPaper):
+    KEY = "longdoc"
 
     def named_runs(self) -> list[str]:
         """Every run the TKL outputs name (tables, Fig. 2, comparison, regions)."""
@@ -41,7 +25,7 @@ class TKLOutputs:
 
     def check(self) -> None:
         if self.active:
-            self.plan.check_named_runs("longdoc", self.named_runs())
+            self.check_named_runs(self.named_runs())
 
     def outputs(self) -> list[str]:
         if not self.active:
