@@ -8,7 +8,7 @@ them per paper and stage, so the study's time budget is measured job by job rath
 
 A job belongs to the paper whose config section names its run (``socialformer:`` tables and
 figures, with their ``encoder_from`` warm starts and the study encoder with its token stores;
-``longdoc:``; ``truncation`` jobs are Choppy's); other neural runs are the TK paper's; data, index,
+``tkl:``; ``choppy:``'s jobs); other neural runs are the TK paper's; data, index,
 first stage and other text are "shared".
 The sum of wall times is the elapsed time of a one-job-at-a-time run; ``snakemake --cores 2`` runs
 single-threaded jobs side by side, so a fresh run takes somewhat less. Only jobs that have run
@@ -40,9 +40,9 @@ def run_papers(config: dict) -> dict[str, str]:
     runs = neural.get("runs", {})
     tk_runs = set(neural.get("table2_runs", runs))
     papers = {name: "TK" for name in runs}
-    longdoc = config.get("longdoc", {})
-    rows = [row["run"] for key in ("table1", "saturation", "lengths") for row in longdoc.get(key, [])]
-    rows += list(longdoc.get("compare", {}).values()) + [longdoc.get("regions")]
+    tkl = config.get("tkl", {})
+    rows = [row["run"] for key in ("table1", "saturation", "lengths") for row in tkl.get(key, [])]
+    rows += list(tkl.get("compare", {}).values()) + [tkl.get("regions")]
     papers.update({run: "TKL" for run in rows if run and run not in tk_runs})
     social = config.get("socialformer", {})
     for row in social.get("table1", []) + social.get("table2", []):
@@ -69,10 +69,10 @@ def job_paper(path: Path, papers: dict[str, str], socialformer_texts: set[str] =
         return "Socialformer", stage
     if stage in SHARED_STAGES:
         return "shared", stage
-    if stage == "truncation" or path.name.startswith("choppy"):
+    if stage == "choppy" or path.name.startswith("choppy"):
         return "Choppy", stage
     if stage == "report":
-        for prefix, paper in (("tkl", "TKL"), ("longdoc", "TKL"), ("socialformer", "Socialformer"), ("first_stage", "shared")):
+        for prefix, paper in (("tkl", "TKL"), ("socialformer", "Socialformer"), ("first_stage", "shared")):
             if path.name.startswith(prefix):
                 return paper, stage
         return "TK", stage

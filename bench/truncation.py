@@ -29,7 +29,7 @@ from pathlib import Path
 import numpy as np
 
 BEFORE = {"threads": 2, "settings": {
-    "choppy": {"d_model": 128, "heads": 8, "layers": 3, "ff_dim": 128, "dropout": 0.1, "attention_dropout": 0.1,
+    "model": {"d_model": 128, "heads": 8, "layers": 3, "ff_dim": 128, "dropout": 0.1, "attention_dropout": 0.1,
                "lr": 1e-3, "batch_size": 64, "epochs": 30, "patience": 8, "score_scaling": "raw",
                "position_init_std": 1.0},
     "bicut": {"epochs": 30}, "bicut_alphas": [0.1, 0.25, 0.5, 0.65]}}
@@ -38,9 +38,9 @@ BEFORE = {"threads": 2, "settings": {
 def today() -> dict:
     import yaml
 
-    truncation = yaml.safe_load(Path("config/config.yaml").read_text())["truncation"]
-    threads = yaml.safe_load(Path("config/config.yaml").read_text())["neural"]["threads"]
-    return {"threads": threads, "settings": {k: truncation[k] for k in ("choppy", "bicut", "bicut_alphas")}}
+    config = yaml.safe_load(Path("config/config.yaml").read_text())
+    choppy = config["choppy"]
+    return {"threads": config["neural"]["threads"], "settings": {k: choppy[k] for k in ("model", "bicut", "bicut_alphas")}}
 
 
 def write_lists(queries: int, n: int, directory: Path, seed: int = 0) -> tuple[Path, Path]:
@@ -75,7 +75,7 @@ def measure(name: str, setup: dict, run: Path, qrels: Path, n: int, directory: P
     command = [sys.executable, "-c",
                "import resource, sys, torch; from rankstudy.cli import main; torch.set_num_threads(int(sys.argv[1])); "
                "code = main(sys.argv[2:]); print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss); sys.exit(code)",
-               str(setup["threads"]), "truncation", "--run", str(run), "--qrels", str(qrels),
+               str(setup["threads"]), "choppy-study", "--run", str(run), "--qrels", str(qrels),
                "--config", json.dumps(settings), "--seed", "42", "--out", str(out)]
     start = time.perf_counter()
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -107,7 +107,7 @@ def main() -> None:
         setups = {"today": today(), "before": BEFORE}
         rows = [measure(name, setup, run, qrels, args.n, directory) for name, setup in setups.items()
                 if args.only in (None, name)]
-    lines = [f"Truncation study on {args.queries} generated lists of {args.n} (bench/truncation.py), "
+    lines = [f"Choppy study on {args.queries} generated lists of {args.n} (bench/truncation.py), "
              f"{platform.machine()} {os.cpu_count()} cores, one process at a time; peak memory: the process's "
              "largest resident set (ru_maxrss).", "",
              "| setting | threads | wall s | CPU s | peak MB | F1 Greedy-k | F1 BiCut | F1 Choppy | Choppy mean cut (sd) F1 |",

@@ -154,7 +154,7 @@ def test_tk_lists_the_table2_runs_with_the_paper_settings(dry_runs):
     # p1 x 3 seeds, p2, d1, d3, knrm, conv_knrm (p3 ensembles p1, d2 reuses p1's models)
     assert counts["train"] == 8 and counts["ensemble"] == 2
     assert counts["tk_table2"] == counts["tk_table3_4"] == counts["tk_view"] == 1
-    assert not {"truncation", "tkl_table", "tkl_regions"} & set(counts)
+    assert not {"choppy_study", "tkl_table", "tkl_regions"} & set(counts)
     for run in ("msmarco-passage/tk.p1.s42", "msmarco-passage/tk.p1.s44", "msmarco-passage/tk.p2.s42",
                 "msmarco-passage/tk.p3.ens", "msmarco-document/tk.d1.s42", "msmarco-document/tk.d2.s43",
                 "msmarco-document/tk-windowed.d3.s42", "msmarco-passage/knrm.knrm.s42",
@@ -218,7 +218,7 @@ def test_tkl_lists_table1_at_2000_and_4000_tokens_and_the_ablations(dry_runs):
     # 5 baselines, TK 200, BERT[CLS], TKL 2k/4k, 2 saturation variants, TKL 500, TK 500, CONV-KNRM 2k
     assert counts["train"] == 14
     assert counts["tkl_table"] == 2 and counts["tkl_fig1"] == counts["tkl_fig2"] == counts["tkl_fig3"] == 1
-    assert not {"tk_table2", "tk_table3_4", "tk_view", "tkl_evidence", "truncation"} & set(counts)
+    assert not {"tk_table2", "tk_table3_4", "tk_view", "tkl_evidence", "choppy_study"} & set(counts)
     for table in ("tkl_table1", "tkl_table2"):
         assert f"results/tables/{table}.csv" in plan.outputs
     for variant, model, tokens in (("tkl-2k", "tkl", 2000), ("tkl-4k", "tkl", 4000), ("tkl-log-2k", "tkl-log", 2000),
@@ -246,7 +246,7 @@ def test_socialformer_lists_table1_the_ablations_and_the_figures(dry_runs):
     assert counts["train"] == 16 and counts["examples"] == 1
     assert counts["socialformer_table"] == 2
     assert counts["socialformer_fig4"] == counts["socialformer_fig5"] == counts["socialformer_fig6"] == 1
-    assert not {"tk_table2", "tkl_table", "truncation"} & set(counts)
+    assert not {"tk_table2", "tkl_table", "choppy_study"} & set(counts)
     assert "train/msmarco-document/groups.tsv" in plan.outputs
     assert "--kind groups" in plan.of("examples")[0].shell and "--negatives 7" in plan.of("examples")[0].shell
     node = plan.one("train", "/sf-node/")
@@ -285,16 +285,16 @@ def test_choppy_lists_the_robust04_truncation_job(dry_runs):
     counts = job_counts(plan.output)
     # BM25's lists, and DRMM's by 5-fold cross-validation: one dataset, training and test run per fold
     assert counts["train"] == counts["rerank"] == counts["examples"] == counts["store_collection"] == 5
-    assert counts["index"] == 6 and counts["embeddings"] == 1 and counts["merge_folds"] == 1
-    assert counts["truncation"] == counts["truncation_grid"] == 2
+    assert counts["index"] == 6 and counts["embeddings"] == 1 and counts["choppy_folds"] == 1
+    assert counts["choppy_study"] == counts["choppy_grid"] == 2
     assert counts["choppy_table1"] == counts["claims"] == 1  # claims: the Choppy paper's, on both lists
     assert "efficiency" not in counts and "tk_table2" not in counts
     assert "--hits 300" in plan.of("first_stage")[0].shell
-    job = plan.one("truncation", "results/truncation/bm25/")
+    job = plan.one("choppy_study", "results/choppy/bm25/")
     assert job.fields["input"] == "runs/robust04/bm25.test.run, data/robust04/qrels.test.txt"
-    merge = plan.of("merge_folds")[0]
+    merge = plan.of("choppy_folds")[0]
     assert all(f"runs/robust04-fold{fold}/drmm.drmm-fold{fold}.s42.test.run" in merge.shell for fold in range(1, 6))
-    assert plan.one("truncation", "results/truncation/drmm/").fields["input"] == \
+    assert plan.one("choppy_study", "results/choppy/drmm/").fields["input"] == \
         "runs/folds/drmm/test.run, runs/folds/drmm/qrels.test.txt"
     fold3 = next(job for job in plan.jobs if job.rule == "dataset_robust04_fold3")
     fold3 = fold3.json_arg("--config")["irds"]["splits"]
@@ -303,11 +303,11 @@ def test_choppy_lists_the_robust04_truncation_job(dry_runs):
     drmm = plan.one("train", "/drmm-fold2/")
     assert "--embeddings text/w2v/embeddings.npy" in drmm.shell
     assert "runs/robust04-fold2/drmm.drmm-fold2.s42.test.run" in plan.outputs
-    job = plan.one("truncation", "results/truncation/bm25/")
+    job = plan.one("choppy_study", "results/choppy/bm25/")
     settings = job.json_arg("--config")
     assert settings["n"] == 300 and settings["grid_d"] == [32, 64, 128, 256] and settings["grid_heads"] == [1, 2, 4, 8]
     # the paper's model, every other setting stated (none inherited from the CPU default's)
-    assert settings["choppy"] == {"d_model": 128, "heads": 8, "layers": 3, "ff_dim": 128, "dropout": 0.1, "lr": 3e-4,
+    assert settings["model"] == {"d_model": 128, "heads": 8, "layers": 3, "ff_dim": 128, "dropout": 0.1, "lr": 3e-4,
                                   "batch_size": 16, "epochs": 100, "patience": 15, "score_scaling": "train",
                                   "position_init_std": 0.02}
     assert job.resources["gpu"] == "1"
@@ -330,8 +330,8 @@ def test_the_slurm_profile_dry_run_submits_gpu_jobs(offline_workflow):
     result = snakemake(work, env, "-n", "--workflow-profile", "profiles/slurm", "--configfile",
                        "config/paper/choppy.yaml")
     assert result.returncode == 0, (result.stdout + result.stderr)[-3000:]
-    truncation = [job for job in parse_jobs(result.stdout) if job.rule == "truncation"]
-    assert truncation and truncation[0].resources["gpu"] == "1"
+    study = [job for job in parse_jobs(result.stdout) if job.rule == "choppy_study"]
+    assert study and study[0].resources["gpu"] == "1"
 
 
 def test_every_paper_config_is_standalone():

@@ -59,9 +59,9 @@ def assert_defaults_match(properties, defaults, where):
 # (schema path, dataclass, fields the workflow fills in from elsewhere, schema keys the workflow itself reads)
 SECTIONS = [
     (("neural", "training"), TrainConfig, {"device", "rel_threshold"}, set()),  # neural.device; the dev split's
-    (("truncation",), TruncationConfig, set(), {"runs"}),
-    (("truncation", "choppy"), ChoppyConfig, {"max_length"}, set()),  # truncation.n
-    (("truncation", "bicut"), BiCutConfig, set(), set()),
+    (("choppy",), TruncationConfig, set(), {"runs"}),
+    (("choppy", "model"), ChoppyConfig, {"max_length"}, set()),  # choppy.n
+    (("choppy", "bicut"), BiCutConfig, set(), set()),
     (("neural", "encoders", "*"), StudyEncoderConfig, set(), {"dataset", "embeddings"}),  # rule pretrain_encoder
     (("$synthetic",), SyntheticConfig, set(), set()),
     (("$dataset", "local"), LocalConfig, set(), set()),

@@ -30,7 +30,7 @@ TARGETS = ["results/tables/first_stage.csv", "results/metrics/synthetic-passage/
 # tk_table2, which holds its docs/ms column, are timings)
 DETERMINISTIC = ["data/**/*", "runs/**/*.run", "runs/**/*.json", "results/metrics/**/*.csv",
                  "results/tables/first_stage.csv", "results/tables/tk_table3_4.csv",
-                 "results/tables/choppy_table1.csv", "results/truncation/**/*.csv"]
+                 "results/tables/choppy_table1.csv", "results/choppy/**/*.csv"]
 
 
 def skip_reason() -> str | None:

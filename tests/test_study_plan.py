@@ -1,5 +1,6 @@
 """The study plan (rankstudy.study): runs (inheritance, names, paths), splits and systems, claims, and the\nchecks across config sections, on configs built in memory (no Snakemake)."""
 
+import re
 from pathlib import Path
 
 import pytest
@@ -7,6 +8,7 @@ import yaml
 
 from rankstudy.config import ConfigError
 from rankstudy.study import StudyPlan, plan_runs
+from rankstudy.study.checks import check_renamed_keys
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -141,7 +143,7 @@ def test_the_default_plan_names_splits_systems_and_claims():
     assert claims["tk-beats-bm25"]["b"]["path"] == "results/metrics/synthetic-passage/bm25.test.csv"
     assert claims["tkl-gain-late"]["subset"]["truth"] == "data/synthetic-doc/truth.json"
     assert all(row["not_run"] is None for row in plan.claims)
-    assert "results/truncation/tk/per_query.csv" in plan.claim_inputs()
+    assert "results/choppy/tk/per_query.csv" in plan.claim_inputs()
 
 
 def test_claims_on_data_the_config_does_not_run_are_reported_not_run():
@@ -173,7 +175,7 @@ def claim(**keys):
     ("neural:\n  runs:\n    sf-node: {encoder_from: p1}\n", "neural.runs.sf-node: encoder_from 'p1' is not a run of an encoder"),
     ("neural:\n  table2_runs: [p1, p9]\n", "neural.table2_runs names 'p9'"),
     ("neural:\n  query_tables: [p9]\n", "neural.query_tables names 'p9'"),
-    ("longdoc:\n  compare: {TK: p1}\n", "longdoc names run 'p1', which is not a neural.runs entry evaluated on"),
+    ("tkl:\n  compare: {TK: p1}\n", "tkl names run 'p1', which is not a neural.runs entry evaluated on"),
     ("socialformer:\n  table2_columns: {dev: [RR@10]}\n",
      "socialformer.table2 shows dev columns, but run 'sf-no-static-distance' is not evaluated on dev"),
     ("socialformer:\n  curves: {x: sf-random-reuse}\nneural:\n  runs:\n    sf-random-reuse: {reuse: sf-random}\n",
@@ -186,7 +188,7 @@ def claim(**keys):
     (claim(measure="MAP@7"), "claim 'x': measure 'MAP@7' is not in evaluation.measures"),
     (claim(split="dev", a="{run: sf-random}"), "claim 'x': run 'sf-random' is evaluated on test, not 'dev'"),
     (claim(b="{value: 0.5}", a="{value: 0.1}"), "claim 'x': a is a system; only b may be a fixed value"),
-    (claim(b="{method: Choppy}"), "claim 'x': {method: ...} needs the claim's truncation key"),
+    (claim(b="{method: Choppy}"), "claim 'x': {method: ...} needs the claim's choppy key"),
     (claim(split="validation"), "claim 'x': split 'validation' is not a split of synthetic-doc"),
     (claim(dataset="nowhere"), "claim 'x': dataset 'nowhere' is not a key of datasets"),
 ])
@@ -194,6 +196,17 @@ def test_a_bad_config_fails_naming_the_key(override, message):
     with pytest.raises(ConfigError) as error:
         StudyPlan.from_config(study_config(override))
     assert str(error.value).startswith("config: ") and message in str(error.value)
+
+
+@pytest.mark.parametrize("old, message", [
+    ({"longdoc": {"top": 30}}, "config: section 'longdoc' is now called tkl"),
+    ({"truncation": {"n": 50}}, "config: section 'truncation' is now called choppy (and its `choppy:` settings"),
+    ({"claims": [{"id": "c", "truncation": "bm25"}]}, "config: claims: claim 'c': key 'truncation' is now called"),
+])
+def test_a_config_with_a_renamed_section_names_the_new_key(old, message):
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        check_renamed_keys(old)
+    check_renamed_keys(study_config())
 
 
 def test_each_paper_plans_its_tables_and_figures():

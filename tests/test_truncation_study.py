@@ -36,7 +36,7 @@ def test_seeded_split_and_given_split():
 
 def test_study_runs_every_method_and_is_deterministic():
     run, qrels = toy_run()
-    cfg = TruncationConfig(n=20, fixed_k=[5, 10], choppy={"d_model": 16, "heads": 2, "layers": 1, "epochs": 3},
+    cfg = TruncationConfig(n=20, fixed_k=[5, 10], model={"d_model": 16, "heads": 2, "layers": 1, "epochs": 3},
                            bicut={"epochs": 2, "hidden": 8}, grid_d=[8], grid_heads=[1, 2], device="cpu")
     first = run_study(run, qrels, cfg, seed=3)
     again = run_study(run, qrels, cfg, seed=3)
@@ -61,7 +61,7 @@ def test_study_runs_every_method_and_is_deterministic():
 
 def test_the_grid_is_its_own_study():
     run, qrels = toy_run()
-    cfg = TruncationConfig(n=20, choppy={"layers": 1, "epochs": 2}, grid_d=[8], grid_heads=[1, 2], device="cpu")
+    cfg = TruncationConfig(n=20, model={"layers": 1, "epochs": 2}, grid_d=[8], grid_heads=[1, 2], device="cpu")
     grid = run_grid(run, qrels, cfg, seed=3)
     assert grid[["metric", "d_model", "heads"]].values.tolist() == [
         ["f1", 8, 1], ["f1", 8, 2], ["dcg", 8, 1], ["dcg", 8, 2]]
@@ -75,7 +75,7 @@ def test_the_papers_split_has_no_dev_set():
     keeps the last, BiCut's alpha is chosen on the training lists; the test queries stay 20 %."""
     run, qrels = toy_run()
     cfg = TruncationConfig(n=20, dev_fraction=0.0, device="cpu", bicut_alphas=[0.3, 0.65],
-                           choppy={"d_model": 16, "heads": 2, "layers": 1, "ff_dim": 16, "epochs": 3, "patience": 1},
+                           model={"d_model": 16, "heads": 2, "layers": 1, "ff_dim": 16, "epochs": 3, "patience": 1},
                            bicut={"hidden": 8, "epochs": 2})
     study = run_study(run, qrels, cfg, seed=0)
     settings = study["settings"]

@@ -88,7 +88,7 @@ def test_dry_run_lists_the_study_jobs(tmp_path):
         "socialformer_table": 2, "socialformer_fig4": 1, "socialformer_fig5": 1, "socialformer_fig6": 1,
         "socialformer_curves": 1,
         # Choppy paper: BM25 and TK-ensemble lists, Table 1, Fig. 1 and Fig. 2's grid
-        "truncation": 2, "truncation_grid": 2, "choppy_table1": 1, "choppy_fig1": 1, "choppy_fig2": 1,
+        "choppy_study": 2, "choppy_grid": 2, "choppy_table1": 1, "choppy_fig1": 1, "choppy_fig2": 1,
         # the claims scoreboard, the reproduction report (synthetic data: not comparable) and the
         # expected-results check (docs/claims.md)
         "claims": 1, "reproduction": 1, "check_expected": 1,
@@ -183,10 +183,10 @@ EVIL = "x; touch PWNED #"
 
 
 @pytest.mark.parametrize("config, target, value", [
-    (f"truncation:\n  runs:\n    ext: {{run: '{EVIL}run', qrels: '{EVIL}qrels'}}\n",
-     "results/truncation/ext/results.csv", f"{EVIL}run"),
-    (f"truncation:\n  runs:\n    ext: {{run: r.txt, qrels: q.txt, train_qids: '{EVIL}', dev_qids: d, test_qids: t}}\n",
-     "results/truncation/ext/grid.csv", EVIL),
+    (f"choppy:\n  runs:\n    ext: {{run: '{EVIL}run', qrels: '{EVIL}qrels'}}\n",
+     "results/choppy/ext/results.csv", f"{EVIL}run"),
+    (f"choppy:\n  runs:\n    ext: {{run: r.txt, qrels: q.txt, train_qids: '{EVIL}', dev_qids: d, test_qids: t}}\n",
+     "results/choppy/ext/grid.csv", EVIL),
     (f"neural:\n  embeddings:\n    evil: {{method: wordpiece, encoder: '{EVIL}'}}\n",
      "text/evil/synthetic-passage/collection", EVIL),
 ])
@@ -209,8 +209,8 @@ def test_config_values_reach_the_shell_quoted(tmp_path, config, target, value):
 
 
 @pytest.mark.parametrize("config", [
-    "truncation:\n  runs:\n    'a;touch PWNED': {run: r.txt, qrels: q.txt}\n",
-    "truncation:\n  runs:\n    ext: {dataset: 'synthetic-passage;touch PWNED', system: bm25}\n",
+    "choppy:\n  runs:\n    'a;touch PWNED': {run: r.txt, qrels: q.txt}\n",
+    "choppy:\n  runs:\n    ext: {dataset: 'synthetic-passage;touch PWNED', system: bm25}\n",
     "neural:\n  runs:\n    'p9 $(touch PWNED)': {reuse: p1}\n",
     "neural:\n  models:\n    'tk`touch PWNED`': {model: tk}\n",
     "neural:\n  embeddings:\n    'e;touch PWNED': {method: wordpiece, encoder: minilm}\n",
@@ -241,8 +241,9 @@ def claim_config(**keys):
     ("neural:\n  training:\n    max_step: 5\n", r"'max_step' was unexpected"),
     ("neural:\n  runs:\n    p1:\n      training: {patiense: 2}\n", r"'patiense' was unexpected"),
     ("neural:\n  runs:\n    p1:\n      training: {max_steps: -3}\n", r"-3 is less than the minimum of 1"),
-    ("truncation:\n  choppy: {epochs: -1}\n", r"-1 is less than the minimum of 1"),
-    ("truncation:\n  bicut: {epoch: 3}\n", r"'epoch' was unexpected"),
+    ("choppy:\n  model: {epochs: -1}\n", r"-1 is less than the minimum of 1"),
+    ("choppy:\n  bicut: {epoch: 3}\n", r"'epoch' was unexpected"),
+    ("longdoc:\n  top: 30\n", r"section 'longdoc' is now called tkl"),  # renamed sections name the new key
     ("neural:\n  runs:\n    p1: {seeds: [-1]}\n", r"-1 is less than the minimum of 0"),
     ("datasets:\n  synthetic-passage:\n    rel_threshold: {test: 0}\n",
      r"On instance\['datasets'\]\['synthetic-passage'\]\['rel_threshold'\]"),
@@ -360,7 +361,7 @@ def test_choppy_on_an_external_run_by_config_alone(tmp_path):
     result = snakemake(work, "results/tables/choppy_table1.md", "-n", "--cores", "1", "--configfile", "external.yaml")
     assert result.returncode == 0, result.stderr
     counts = job_counts(result.stdout + result.stderr)
-    assert counts == {"truncation": 1, "choppy_table1": 1, "total": 2}
+    assert counts == {"choppy_study": 1, "choppy_table1": 1, "total": 2}
 
 
 @pytest.mark.slow

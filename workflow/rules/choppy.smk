@@ -1,7 +1,7 @@
-# The Choppy paper (docs/truncation.md): ranked lists merged from folds, BiCut and Choppy trained and
-# compared per run type (config truncation.runs), Table 1 and Figs. 1-2.
+# The Choppy paper (docs/choppy.md): ranked lists merged from folds, BiCut and Choppy trained and
+# compared per run type (config choppy.runs), Table 1 and Figs. 1-2.
 
-rule merge_folds:
+rule choppy_folds:
     input:
         unpack(lambda wc: CHOPPY.fold_inputs(wc.name, wc.split)),
     output:
@@ -9,7 +9,7 @@ rule merge_folds:
         run="runs/folds/{name}/{split}.run",
         qrels="runs/folds/{name}/qrels.{split}.txt",
     log:
-        "logs/truncation/{name}.folds.{split}.log",
+        "logs/choppy/{name}.folds.{split}.log",
     conda:
         "../../environment.yml"
     resources:
@@ -20,64 +20,64 @@ rule merge_folds:
         " --out-qrels {output.qrels} --tag {wildcards.name} 2> {log}"
 
 
-rule truncation:
+rule choppy_study:
     input:
         unpack(lambda wc: CHOPPY.inputs(wc.name)),
     output:
-        results="results/truncation/{name}/results.csv",
-        per_query="results/truncation/{name}/per_query.csv",
-        fig1="results/truncation/{name}/fig1.json",
-        settings="results/truncation/{name}/settings.json",
+        results="results/choppy/{name}/results.csv",
+        per_query="results/choppy/{name}/per_query.csv",
+        fig1="results/choppy/{name}/fig1.json",
+        settings="results/choppy/{name}/settings.json",
     log:
-        "logs/truncation/{name}.log",
+        "logs/choppy/{name}.log",
     conda:
         "../../environment.yml"
     benchmark:
-        "benchmarks/truncation/{name}.tsv"
+        "benchmarks/choppy/{name}.tsv"
     threads: NEURAL["threads"]
     params:
-        settings=as_json({k: v for k, v in TRUNCATION.items() if k != "runs"}),
+        settings=as_json(CHOPPY.settings()),
         seed=config["seed"],
-        qids=lambda wc: truncation_qid_args(wc.name),
+        qids=lambda wc: CHOPPY.qid_args(wc.name),
         out=lambda wildcards, output: os.path.dirname(output.results),
     resources:
         mem_mb=2000,
         runtime=60,
-        gpu=gpus(TRUNCATION.get("device", "auto")),
+        gpu=gpus(CHOPPY.section.get("device", "auto")),
     shell:
-        "python -m rankstudy truncation --run {input.run:q} --qrels {input.qrels:q} --config {params.settings:q}"
+        "python -m rankstudy choppy-study --run {input.run:q} --qrels {input.qrels:q} --config {params.settings:q}"
         " --seed {params.seed} --threads {threads} --out {params.out} {params.qids} 2> {log}"
 
 
 # Fig. 2 only: Choppy over the d x heads grid on the same split (not needed by Table 1)
-rule truncation_grid:
+rule choppy_grid:
     input:
         unpack(lambda wc: CHOPPY.inputs(wc.name)),
     output:
-        "results/truncation/{name}/grid.csv",
+        "results/choppy/{name}/grid.csv",
     log:
-        "logs/truncation/{name}.grid.log",
+        "logs/choppy/{name}.grid.log",
     conda:
         "../../environment.yml"
     benchmark:
-        "benchmarks/truncation/{name}.grid.tsv"
+        "benchmarks/choppy/{name}.grid.tsv"
     threads: NEURAL["threads"]
     params:
-        settings=as_json({k: v for k, v in TRUNCATION.items() if k != "runs"}),
+        settings=as_json(CHOPPY.settings()),
         seed=config["seed"],
-        qids=lambda wc: truncation_qid_args(wc.name),
+        qids=lambda wc: CHOPPY.qid_args(wc.name),
     resources:
         mem_mb=2000,
         runtime=60,
-        gpu=gpus(TRUNCATION.get("device", "auto")),
+        gpu=gpus(CHOPPY.section.get("device", "auto")),
     shell:
-        "python -m rankstudy truncation --run {input.run:q} --qrels {input.qrels:q} --config {params.settings:q}"
+        "python -m rankstudy choppy-study --run {input.run:q} --qrels {input.qrels:q} --config {params.settings:q}"
         " --seed {params.seed} --threads {threads} --grid-out {output} {params.qids} 2> {log}"
 
 
 rule choppy_table1:
     input:
-        expand("results/truncation/{name}/{file}", name=CHOPPY.names(),
+        expand("results/choppy/{name}/{file}", name=CHOPPY.names(),
                file=["results.csv", "per_query.csv", "settings.json"]),
     output:
         report("results/tables/choppy_table1.csv", caption="../report/choppy.rst", category="6. Choppy"),
@@ -88,7 +88,7 @@ rule choppy_table1:
     conda:
         "../../environment.yml"
     params:
-        studies=expand("results/truncation/{name}", name=CHOPPY.names()),
+        studies=expand("results/choppy/{name}", name=CHOPPY.names()),
         names=CHOPPY.names(),
         prefix=lambda wildcards, output: output[0].removesuffix(".csv"),
     resources:
@@ -101,7 +101,7 @@ rule choppy_table1:
 
 rule choppy_fig1:
     input:
-        expand("results/truncation/{name}/{file}", name=CHOPPY.names(), file=["fig1.json", "per_query.csv"]),
+        expand("results/choppy/{name}/{file}", name=CHOPPY.names(), file=["fig1.json", "per_query.csv"]),
     output:
         report(multiext("results/figures/choppy_fig1", ".png", ".pdf"), caption="../report/choppy.rst",
                category="6. Choppy"),
@@ -111,7 +111,7 @@ rule choppy_fig1:
     conda:
         "../../environment.yml"
     params:
-        studies=expand("results/truncation/{name}", name=CHOPPY.names()),
+        studies=expand("results/choppy/{name}", name=CHOPPY.names()),
         names=CHOPPY.names(),
     resources:
         mem_mb=2000,
@@ -123,7 +123,7 @@ rule choppy_fig1:
 
 rule choppy_fig2:
     input:
-        expand("results/truncation/{name}/grid.csv", name=CHOPPY.names()),
+        expand("results/choppy/{name}/grid.csv", name=CHOPPY.names()),
     output:
         report(multiext("results/figures/choppy_fig2", ".png", ".pdf"), caption="../report/choppy.rst",
                category="6. Choppy"),
@@ -132,7 +132,7 @@ rule choppy_fig2:
     conda:
         "../../environment.yml"
     params:
-        studies=expand("results/truncation/{name}", name=CHOPPY.names()),
+        studies=expand("results/choppy/{name}", name=CHOPPY.names()),
         names=CHOPPY.names(),
     resources:
         mem_mb=2000,

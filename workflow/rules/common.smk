@@ -5,10 +5,12 @@ import shlex
 from snakemake.utils import min_version, validate
 
 from rankstudy.study import StudyPlan, system_run
+from rankstudy.study.checks import check_renamed_keys
 
 min_version("9.0")
 
 
+check_renamed_keys(config)
 validate(config, "../schemas/config.schema.yaml")
 
 # what the config asks for, validated (rankstudy.study; tested there)
@@ -168,19 +170,9 @@ def run_system(run):
 TK = PLAN.tk
 TK_VIEW = TK.view_run()
 QUERY_TABLES = TK.query_tables()
-LONGDOC = config["longdoc"]
 TKL = PLAN.tkl
-SOCIAL = config["socialformer"]
 SOCIALFORMER = PLAN.socialformer
-TRUNCATION = config["truncation"]
 CHOPPY = PLAN.choppy
-
-
-def truncation_qid_args(name):
-    """The qid-list options of an external run type, paths shell-quoted (they come from the config)."""
-    spec = TRUNCATION["runs"][name]
-    return " ".join(f"--{part}-qids {shlex.quote(spec[f'{part}_qids'])}" for part in ("train", "dev", "test")
-                    if f"{part}_qids" in spec)
 
 
 # ---- the reproduction report (docs/claims.md) ----------------------------------------------------

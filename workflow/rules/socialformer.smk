@@ -24,9 +24,9 @@ rule socialformer_table:
 
 rule socialformer_fig4:
     input:
-        unpack(lambda wc: SOCIALFORMER.stores(SOCIAL["graph_run"])),
+        unpack(lambda wc: SOCIALFORMER.stores(SOCIALFORMER.section["graph_run"])),
         encoder=lambda wc: encoder_build(NEURAL["models"][SOCIALFORMER.graph_model].get("encoder")),
-        qrels=lambda wc: f"data/{SOCIAL['dataset']}/qrels.test.txt",
+        qrels=lambda wc: f"data/{SOCIALFORMER.dataset}/qrels.test.txt",
     output:
         report("results/figures/socialformer_fig4.png", caption="../report/socialformer_figures.rst",
                category="5. Socialformer"),
@@ -51,9 +51,9 @@ rule socialformer_fig4:
 
 rule socialformer_fig5:
     input:
-        unpack(lambda wc: SOCIALFORMER.stores(SOCIAL["graph_run"])),
+        unpack(lambda wc: SOCIALFORMER.stores(SOCIALFORMER.section["graph_run"])),
         encoder=lambda wc: encoder_build(NEURAL["models"][SOCIALFORMER.graph_model].get("encoder")),
-        qrels=lambda wc: f"data/{SOCIAL['dataset']}/qrels.test.txt",
+        qrels=lambda wc: f"data/{SOCIALFORMER.dataset}/qrels.test.txt",
     output:
         report("results/figures/socialformer_fig5.png", caption="../report/socialformer_figures.rst",
                category="5. Socialformer"),
@@ -78,8 +78,8 @@ rule socialformer_fig5:
 rule socialformer_fig6:
     input:
         metrics=lambda wc: SOCIALFORMER.fig6_metrics(),
-        qrels=lambda wc: f"data/{SOCIAL['dataset']}/qrels.{SOCIAL['fig6']['split']}.txt",
-        collection=lambda wc: SOCIALFORMER.stores(list(SOCIAL["fig6"]["runs"].values())[0])["collection"],
+        qrels=lambda wc: f"data/{SOCIALFORMER.dataset}/qrels.{SOCIALFORMER.section['fig6']['split']}.txt",
+        collection=lambda wc: SOCIALFORMER.stores(list(SOCIALFORMER.section["fig6"]["runs"].values())[0])["collection"],
     output:
         report("results/figures/socialformer_fig6.png", caption="../report/socialformer_figures.rst",
                category="5. Socialformer"),

@@ -1,4 +1,4 @@
-# The TKL paper's tables and figures (docs/longdoc.md); its runs are neural.runs entries.
+# The TKL paper's tables and figures (docs/tkl.md); its runs are neural.runs entries.
 
 rule tkl_table:
     input:
@@ -18,15 +18,15 @@ rule tkl_table:
         spec=lambda wc: as_json(TKL.table_spec(wc.table)),
         prefix=lambda wildcards, output: output[0].removesuffix(".csv"),
     shell:
-        "python -m rankstudy longdoc-report table --metrics {input.metrics:q} --efficiency {input.efficiency}"
+        "python -m rankstudy tkl-report table --metrics {input.metrics:q} --efficiency {input.efficiency}"
         " --spec {params.spec:q} --out-prefix {params.prefix} 2> {log}"
 
 
 rule tkl_evidence:
     input:
         runs=lambda wc: list(TKL.test_runs().values()),
-        qrels=lambda wc: f"data/{LONGDOC['dataset']}/qrels.test.txt",
-        truth=lambda wc: f"data/{LONGDOC['dataset']}/truth.json",
+        qrels=lambda wc: f"data/{TKL.dataset}/qrels.test.txt",
+        truth=lambda wc: f"data/{TKL.dataset}/truth.json",
     output:
         report("results/tables/tkl_evidence.csv", caption="../report/tkl_evidence.rst", category="4. TKL"),
         "results/tables/tkl_evidence.md",
@@ -39,15 +39,15 @@ rule tkl_evidence:
         spec=lambda wc: as_json(TKL.evidence_spec()),
         prefix=lambda wildcards, output: output[0].removesuffix(".csv"),
     shell:
-        "python -m rankstudy longdoc-report evidence --qrels {input.qrels} --truth {input.truth}"
+        "python -m rankstudy tkl-report evidence --qrels {input.qrels} --truth {input.truth}"
         " --spec {params.spec:q} --out-prefix {params.prefix} 2> {log}"
 
 
 rule tkl_fig1:
     input:
         runs=lambda wc: list(TKL.test_runs().values()),
-        qrels=lambda wc: f"data/{LONGDOC['dataset']}/qrels.test.txt",
-        store=lambda wc: TKL.run_stores(list(LONGDOC["compare"].values())[0])["documents"],
+        qrels=lambda wc: f"data/{TKL.dataset}/qrels.test.txt",
+        store=lambda wc: TKL.run_stores(list(TKL.section["compare"].values())[0])["documents"],
     output:
         report("results/figures/tkl_fig1.png", caption="../report/tkl_figures.rst", category="4. TKL"),
         "results/figures/tkl_fig1.pdf",
@@ -60,7 +60,7 @@ rule tkl_fig1:
         spec=lambda wc: as_json(TKL.fig1_spec()),
         prefix=lambda wildcards, output: output[0].removesuffix(".png"),
     shell:
-        "python -m rankstudy longdoc-report fig1 --qrels {input.qrels} --store {input.store}"
+        "python -m rankstudy tkl-report fig1 --qrels {input.qrels} --store {input.store}"
         " --spec {params.spec:q} --out-prefix {params.prefix} 2> {log}"
 
 
@@ -79,14 +79,14 @@ rule tkl_fig2:
         spec=lambda wc: as_json(TKL.fig2_spec()),
         prefix=lambda wildcards, output: output[0].removesuffix(".png"),
     shell:
-        "python -m rankstudy longdoc-report fig2 --metrics {input.metrics:q} --spec {params.spec:q}"
+        "python -m rankstudy tkl-report fig2 --metrics {input.metrics:q} --spec {params.spec:q}"
         " --out-prefix {params.prefix} 2> {log}"
 
 
 rule tkl_regions:
     input:
-        unpack(lambda wc: TKL.run_stores(LONGDOC["regions"])),
-        run=lambda wc: f"runs/{LONGDOC['dataset']}/{run_system(LONGDOC['regions'])}.test.run",
+        unpack(lambda wc: TKL.run_stores(TKL.section["regions"])),
+        run=lambda wc: f"runs/{TKL.dataset}/{run_system(TKL.section['regions'])}.test.run",
     output:
         "results/tkl/regions.csv",
     log:
@@ -95,7 +95,7 @@ rule tkl_regions:
         "../../environment.yml"
     threads: NEURAL["threads"]
     params:
-        depth=LONGDOC["region_depth"],
+        depth=TKL.section["region_depth"],
         device=NEURAL["device"],
         model_dir=lambda wildcards, input: os.path.dirname(input.model),
     resources:
@@ -120,4 +120,4 @@ rule tkl_fig3:
     params:
         prefix=lambda wildcards, output: output[0].removesuffix(".png"),
     shell:
-        "python -m rankstudy longdoc-report fig3 --regions {input} --out-prefix {params.prefix} 2> {log}"
+        "python -m rankstudy tkl-report fig3 --regions {input} --out-prefix {params.prefix} 2> {log}"

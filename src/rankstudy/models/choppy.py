@@ -23,7 +23,7 @@ Deliberate choices:
 * Padding: lists shorter than N are padded (with their last score); positions ≥ ``lengths`` are
   masked out of the attention keys and get logit −inf, hence probability 0 and no share of the
   loss. Their table entries are ignored (set to 0 before multiplying, so a NaN there is harmless).
-* Scale of the two parts of x_i (measured, docs/truncation.md "Why Choppy cut every query at the same
+* Scale of the two parts of x_i (measured, docs/choppy.md "Why Choppy cut every query at the same
   rank"): with nn.Embedding's N(0, 1) initialisation the d − 1 positional dimensions carry ~127 times
   the energy of the one score dimension, and raw BM25 scores shift from query to query by more than
   they vary within a list. The model then learned a position prior only: one cut for every query,

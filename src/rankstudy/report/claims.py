@@ -41,7 +41,7 @@ def reference_values(ref: Mapping[str, Any], measure: str) -> dict[str, float]:
     if "value" in ref:
         raise StudyError("a fixed value has no per-query values")
     path = ref["path"]
-    if "method" in ref:  # results/truncation/{name}/per_query.csv: metric, method, qid, value, cut
+    if "method" in ref:  # results/choppy/{name}/per_query.csv: metric, method, qid, value, cut
         try:
             rows = pd.read_csv(path, dtype={"qid": str})
         except (OSError, ValueError) as error:

@@ -9,6 +9,21 @@ from typing import Any, Mapping
 from rankstudy.config import ConfigError
 
 
+# sections named after a paper since issue 17; an old config fails naming the new key instead of the
+# schema's "'longdoc' was unexpected"
+RENAMED_SECTIONS = {"longdoc": "tkl", "truncation": "choppy (and its `choppy:` settings are now `model:`)"}
+
+
+def check_renamed_keys(config: Mapping[str, Any]) -> None:
+    """Keys of an older config that have a new name, before the schema sees them."""
+    for old, new in RENAMED_SECTIONS.items():
+        if old in config:
+            raise ConfigError(f"config: section {old!r} is now called {new}")
+    for claim in config.get("claims") or []:
+        if isinstance(claim, Mapping) and "truncation" in claim:
+            raise ConfigError(f"config: claims: claim {claim.get('id')!r}: key 'truncation' is now called 'choppy'")
+
+
 def check_references(config: Mapping[str, Any]) -> None:
     """Dataset and system names used before the runs are planned."""
     datasets, neural = config["datasets"], config["neural"]

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from rankstudy.config import ConfigError
-from rankstudy.papers.choppy.plan import MEASURES as TRUNCATION_MEASURES
+from rankstudy.papers.choppy.plan import MEASURES as CHOPPY_MEASURES
 
 Ref = dict[str, Any]
 
@@ -41,41 +41,41 @@ def _metric_ref(plan, claim, ref) -> tuple[Ref, str | None]:
             "dataset": dataset, "system": system, "split": split}, reason
 
 
-def _truncation_ref(plan, claim, ref) -> tuple[Ref, str | None]:
-    name = claim["truncation"]
+def _choppy_ref(plan, claim, ref) -> tuple[Ref, str | None]:
+    name = claim["choppy"]
     if "method" not in ref:
-        raise _error(claim, "a truncation claim compares methods ({method: ...}) or a value")
+        raise _error(claim, "a choppy claim compares methods ({method: ...}) or a value")
     if ref["method"] not in plan.choppy.methods:
         raise _error(claim, f"method {ref['method']!r} is not a truncation method "
                             f"({', '.join(plan.choppy.methods)})")
-    reason = None if name in plan.choppy.names() else f"truncation run {name!r} is not part of this config"
+    reason = None if name in plan.choppy.names() else f"choppy run {name!r} is not part of this config"
     return {"label": ref.get("label", f"{ref['method']} ({name})"), "method": ref["method"],
-            "path": f"results/truncation/{name}/per_query.csv"}, reason
+            "path": f"results/choppy/{name}/per_query.csv"}, reason
 
 
 def _ref(plan, claim, ref) -> tuple[Ref, str | None]:
     if "value" in ref:
         return {"label": ref.get("label", f"{ref['value']:g}"), "value": ref["value"]}, None
-    if "truncation" in claim:
-        return _truncation_ref(plan, claim, ref)
+    if "choppy" in claim:
+        return _choppy_ref(plan, claim, ref)
     if "method" in ref:
-        raise _error(claim, "{method: ...} needs the claim's truncation key")
+        raise _error(claim, "{method: ...} needs the claim's choppy key")
     return _metric_ref(plan, claim, ref)
 
 
 def _where(plan, claim) -> tuple[str, str | None]:
-    """The claim's dataset and split (or truncation run) and query subset in words, checked; a not-run
+    """The claim's dataset and split (or choppy run) and query subset in words, checked; a not-run
     reason or None."""
-    if "truncation" in claim:
-        if claim["truncation"] not in plan.config["truncation"]["runs"]:
-            raise _error(claim, f"truncation {claim['truncation']!r} is not a key of truncation.runs")
-        if claim["measure"] not in TRUNCATION_MEASURES:
-            raise _error(claim, f"measure {claim['measure']!r}: a truncation claim measures f1 or dcg")
+    if "choppy" in claim:
+        if claim["choppy"] not in plan.choppy.section["runs"]:
+            raise _error(claim, f"choppy {claim['choppy']!r} is not a key of choppy.runs")
+        if claim["measure"] not in CHOPPY_MEASURES:
+            raise _error(claim, f"measure {claim['measure']!r}: a choppy claim measures f1 or dcg")
         if "subset" in claim or "dataset" in claim:
-            raise _error(claim, "a truncation claim has no dataset or subset (its run fixes them)")
-        return f"{claim['truncation']} lists, test queries", None
+            raise _error(claim, "a choppy claim has no dataset or subset (its run fixes them)")
+        return f"{claim['choppy']} lists, test queries", None
     if "dataset" not in claim:
-        raise _error(claim, "needs a dataset (or a truncation run)")
+        raise _error(claim, "needs a dataset (or a choppy run)")
     dataset = claim["dataset"]
     if dataset not in plan.datasets:
         raise _error(claim, f"dataset {dataset!r} is not a key of datasets")

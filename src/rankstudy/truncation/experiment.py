@@ -43,7 +43,7 @@ class TruncationConfig:
     test_fraction: float = 0.2
     dev_fraction: float = 0.1  # 0: no dev set (the Choppy paper's 80/20 protocol: no model selection)
     fixed_k: list[int] = field(default_factory=lambda: [5, 10, 50])
-    choppy: dict = field(default_factory=dict)
+    model: dict = field(default_factory=dict)  # Choppy's own settings (ChoppyConfig)
     bicut: dict = field(default_factory=dict)
     bicut_alphas: list[float] = field(default_factory=list)  # tuned on dev when given
     grid_d: list[int] = field(default_factory=list)
@@ -90,7 +90,7 @@ def _bicut_cuts(run, qrels, qids, split, train, dev, test, cfg: TruncationConfig
     best, best_settings, best_f1, f1_by_alpha = None, None, -np.inf, {}
     for alpha in cfg.bicut_alphas or [None]:
         settings = from_dict(BiCutConfig, cfg.bicut if alpha is None else {**cfg.bicut, "alpha": alpha},
-                             "truncation.bicut")
+                             "choppy.bicut")
         model = train_bicut(train_labels, dev, settings, seed, cfg.device)
         f1_by_alpha[settings.alpha] = (model.dev_f1 if dev is not None else
                                        float(evaluate_cuts(train[1], predict_cuts(model, train[0], train[2])).mean()))
@@ -108,7 +108,7 @@ def _rank_correlation(cuts: np.ndarray, oracle_cuts: np.ndarray) -> float:
 
 
 def _choppy_config(cfg: TruncationConfig, **overrides) -> ChoppyConfig:
-    return from_dict(ChoppyConfig, {**cfg.choppy, "max_length": cfg.n, **overrides}, "truncation.choppy")
+    return from_dict(ChoppyConfig, {**cfg.model, "max_length": cfg.n, **overrides}, "choppy.model")
 
 
 def _splits(run, qrels, cfg: TruncationConfig, seed: int, given_split):
@@ -172,7 +172,7 @@ def run_grid(run: formats.Run, qrels: formats.Qrels, cfg: TruncationConfig, seed
                 rows.append({"metric": metric, "d_model": d_model, "heads": heads,
                              "value": float(evaluate_cuts(test[1], cuts).mean())})
     if not rows:
-        raise StudyError("the Choppy grid is empty: set truncation.grid_d and truncation.grid_heads")
+        raise StudyError("the Choppy grid is empty: set choppy.grid_d and choppy.grid_heads")
     return pd.DataFrame(rows)
 
 
@@ -194,7 +194,7 @@ def read_qid_list(path: str | Path) -> list[str]:
 def run_from_files(run_path: Path, qrels_path: Path, settings: Mapping[str, Any], seed: int, out_dir: Path | None,
                    qid_lists: Mapping[str, str] | None = None, grid_out: Path | None = None) -> None:
     """The study into ``out_dir``; or, with ``grid_out``, only the Fig. 2 grid into that CSV."""
-    cfg = from_dict(TruncationConfig, settings, "truncation")
+    cfg = from_dict(TruncationConfig, settings, "choppy")
     given = {part: read_qid_list(path) for part, path in (qid_lists or {}).items()} or None
     run, qrels = formats.read_run(run_path), formats.read_qrels(qrels_path)
     if grid_out is not None:

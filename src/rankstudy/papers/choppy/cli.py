@@ -1,4 +1,5 @@
-"""Subcommands: the Choppy paper: merged folds, truncation (BiCut, Choppy, baselines), its table and figures."""
+"""Subcommands: the Choppy paper: merged folds, its ranked-list truncation study (BiCut, Choppy, baselines) on a
+run, its table and figures."""
 
 from __future__ import annotations
 
@@ -32,7 +33,7 @@ def _merge_folds_arguments(p: argparse.ArgumentParser) -> None:
     p.set_defaults(handler=_merge_folds)
 
 
-def _truncation(args: argparse.Namespace) -> None:
+def _choppy_study(args: argparse.Namespace) -> None:
     import torch
 
     from rankstudy.truncation.experiment import run_from_files
@@ -50,11 +51,11 @@ def _truncation(args: argparse.Namespace) -> None:
                    Path(args.grid_out) if args.grid_out else None)
 
 
-@subcommand("truncation", "ranked-list truncation study (Choppy Table 1) on a run")
-def _truncation_arguments(p: argparse.ArgumentParser) -> None:
+@subcommand("choppy-study", "ranked-list truncation study (Choppy Table 1) on a run")
+def _choppy_study_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--run", required=True, help="TREC run with scores")
     p.add_argument("--qrels", required=True)
-    p.add_argument("--config", required=True, help="the truncation config section as JSON")
+    p.add_argument("--config", required=True, help="the choppy config section (less its runs) as JSON")
     p.add_argument("--seed", type=int, required=True)
     target = p.add_mutually_exclusive_group(required=True)
     target.add_argument("--out", help="output directory of the study (every method, both metrics)")
@@ -63,7 +64,7 @@ def _truncation_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--train-qids", help="file with one train query id per line (else a seeded split)")
     p.add_argument("--dev-qids")
     p.add_argument("--test-qids")
-    p.set_defaults(handler=_truncation)
+    p.set_defaults(handler=_choppy_study)
 
 
 def _choppy_report(args: argparse.Namespace) -> None:
@@ -81,7 +82,7 @@ def _choppy_report(args: argparse.Namespace) -> None:
 @subcommand("choppy-report", "the Choppy paper's Table 1 and Figures 1-2")
 def _choppy_report_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("what", choices=["table1", "fig1", "fig2"])
-    p.add_argument("--studies", nargs="+", required=True, help="truncation output directories")
+    p.add_argument("--studies", nargs="+", required=True, help="choppy-study output directories")
     p.add_argument("--names", nargs="+", required=True, help="run-type name of each study")
     p.add_argument("--out-prefix", required=True)
     p.set_defaults(handler=_choppy_report)

@@ -1,8 +1,9 @@
-"""The Choppy paper's outputs of a study (config ``truncation``): the ranked lists each truncation run
+"""The Choppy paper's outputs of a study (config ``choppy``): the ranked lists each truncation run
 type cuts, the methods its table compares, and which outputs the config asks for."""
 
 from __future__ import annotations
 
+import shlex
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Mapping
 
@@ -18,7 +19,7 @@ class ChoppyOutputs:
 
     @property
     def section(self) -> Mapping[str, Any]:
-        return self.plan.config["truncation"]
+        return self.plan.config["choppy"]
 
     @property
     def methods(self) -> list[str]:
@@ -52,6 +53,16 @@ class ChoppyOutputs:
             return {"run": f"runs/folds/{name}/{split}.run", "qrels": f"runs/folds/{name}/qrels.{split}.txt"}
         return {"run": f"runs/{spec['dataset']}/{spec['system']}.{split}.run",
                 "qrels": f"data/{spec['dataset']}/qrels.{split}.txt"}
+
+    def settings(self) -> dict[str, Any]:
+        """The section less its runs: the ``choppy-study`` command's --config."""
+        return {key: value for key, value in self.section.items() if key != "runs"}
+
+    def qid_args(self, name: str) -> str:
+        """The qid-list options of an external run type, paths shell-quoted (they come from the config)."""
+        spec = self.section["runs"][name]
+        return " ".join(f"--{part}-qids {shlex.quote(spec[f'{part}_qids'])}" for part in ("train", "dev", "test")
+                        if f"{part}_qids" in spec)
 
     def fold_inputs(self, name: str, split: str) -> dict[str, list[str]]:
         """The runs and qrels of a cross-validated run type's folds, merged into one list per split."""

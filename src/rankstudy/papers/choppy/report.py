@@ -131,7 +131,7 @@ def figure2(study_dirs: Sequence[Path], names: Sequence[str], out_prefix: Path) 
     grids = [(name, pd.read_csv(Path(d) / "grid.csv")) for name, d in zip(names, study_dirs)]
     grids = [(name, grid) for name, grid in grids if not grid.empty]
     if not grids:
-        raise StudyError("Choppy Fig. 2: no grid results (set truncation.grid_d and grid_heads)")
+        raise StudyError("Choppy Fig. 2: no grid results (set choppy.grid_d and grid_heads)")
     figure, axes = plt.subplots(len(grids), 2, figsize=(9, 3.6 * len(grids)), squeeze=False, constrained_layout=True)
     for row, (name, grid) in enumerate(grids):
         for column, metric in enumerate(("f1", "dcg")):

@@ -25,30 +25,30 @@ def _regions_arguments(p: argparse.ArgumentParser) -> None:
     p.set_defaults(handler=_regions)
 
 
-def _longdoc_report(args: argparse.Namespace) -> None:
-    from rankstudy.papers.tkl import report as longdoc
+def _tkl_report(args: argparse.Namespace) -> None:
+    from rankstudy.papers.tkl import report
 
     spec, out = json.loads(args.spec), Path(args.out_prefix)
     if args.what == "table":
-        longdoc.system_table(args.metrics, spec["rows"], spec["splits"], out, spec["caption"],
+        report.system_table(args.metrics, spec["rows"], spec["splits"], out, spec["caption"],
                              efficiency_csv=args.efficiency)
     elif args.what == "evidence":
-        longdoc.evidence_table(spec["runs"], args.qrels, args.truth, out, spec["caption"], spec["boundary"],
+        report.evidence_table(spec["runs"], args.qrels, args.truth, out, spec["caption"], spec["boundary"],
                                spec["top"], spec["rel_threshold"])
     elif args.what == "fig1":
         from rankstudy.store import TokenStore
 
         store = TokenStore(args.store)
         lengths = dict(zip(store.ids, store.lengths(store.ids).tolist()))
-        longdoc.length_figure(spec["runs"], args.qrels, lengths, out, spec["top"], rel_threshold=spec["rel_threshold"])
+        report.length_figure(spec["runs"], args.qrels, lengths, out, spec["top"], rel_threshold=spec["rel_threshold"])
     elif args.what == "fig2":
-        longdoc.max_length_figure(args.metrics, spec["points"], out)
+        report.max_length_figure(args.metrics, spec["points"], out)
     else:
-        longdoc.region_figure(args.regions, out)
+        report.region_figure(args.regions, out)
 
 
-@subcommand("longdoc-report", "the TKL paper's tables and figures")
-def _longdoc_report_arguments(p: argparse.ArgumentParser) -> None:
+@subcommand("tkl-report", "the TKL paper's tables and figures")
+def _tkl_report_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("what", choices=["table", "evidence", "fig1", "fig2", "fig3"])
     p.add_argument("--spec", default="{}", help="JSON: rows/splits/caption (table), runs/top/boundary (evidence, fig1), points (fig2)")
     p.add_argument("--metrics", nargs="*", default=[], help="metric CSVs (table, fig2)")
@@ -58,4 +58,4 @@ def _longdoc_report_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--store", help="token store of the collection: document lengths (fig1)")
     p.add_argument("--regions", help="regions CSV (fig3)")
     p.add_argument("--out-prefix", required=True)
-    p.set_defaults(handler=_longdoc_report)
+    p.set_defaults(handler=_tkl_report)

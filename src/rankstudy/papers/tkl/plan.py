@@ -1,4 +1,4 @@
-"""The TKL paper's outputs of a study (config ``longdoc``): its tables' rows and captions, the runs its
+"""The TKL paper's outputs of a study (config ``tkl``): its tables' rows and captions, the runs its
 figures compare, and which outputs the config asks for."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ CAPTION = ("TKL paper {what} on {dataset}: re-ranking the top {depth} BM25 candi
 
 
 class TKLOutputs(DatasetPaper):
-    KEY = "longdoc"
+    KEY = "tkl"
 
     def named_runs(self) -> list[str]:
         """Every run the TKL outputs name (tables, Fig. 2, comparison, regions)."""
