@@ -56,12 +56,12 @@ rule all:
     default_target: True
     input:
         rules.first_stage_table.output,
-        neural_metrics(),
+        PLAN.neural_metrics(),
         rules.tk_table2.output if TK.table2_rows() else [],
         rules.tk_table3_4.output if QUERY_TABLES else [],
         rules.tk_view.output if TK_VIEW else [],
         # throughput belongs to a neural study: a local collection's BM25 config does not run it
-        rules.efficiency.output if NEURAL["efficiency"]["models"] and neural_systems() else [],
+        rules.efficiency.output if NEURAL["efficiency"]["models"] and PLAN.neural_systems() else [],
         TKL.outputs(),
         SOCIALFORMER.outputs(),
         CHOPPY.outputs(),

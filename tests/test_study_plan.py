@@ -146,6 +146,46 @@ def test_the_default_plan_names_splits_systems_and_claims():
     assert "results/choppy/tk/per_query.csv" in plan.claim_inputs()
 
 
+def test_a_runs_training_and_re_ranking_read_its_text_candidates_and_warm_start():
+    plan = StudyPlan.from_config(study_config())
+    train = plan.train_inputs("synthetic-passage", "p1", 42)
+    assert train["examples"] == "train/synthetic-passage/triples.tsv" and train["encoder"] == []
+    assert train["dev_run"] == "runs/synthetic-passage/bm25.dev.run"
+    assert train["train_queries"] == "text/w2v/synthetic-passage/queries.train"
+    rerank = plan.rerank_inputs("synthetic-doc", "sf-node", 42, "test")
+    assert rerank["model"] == "models/synthetic-doc/socialformer/sf-node/seed42/model.pt"
+    assert rerank["queries"] == "text/study/synthetic-doc/queries.test"
+    assert rerank["encoder"] == ["models/encoders/ce-passage.s42"]  # its encoder_from run's export
+    assert plan.rerank_depth("p1") == 100
+
+
+def test_the_shared_stages_inputs_and_settings():
+    plan = StudyPlan.from_config(study_config(
+        "first_stage:\n  systems:\n    dense: {model: dense, encoder: minilm, hits: 50, splits: [test]}\n"))
+    stage = plan.first_stage
+    assert stage.names("bm25", "ql") == ["bm25", "ql"] and stage.names("dense") == ["dense"]
+    assert stage.names("official") == []
+    assert stage.search_params("bm25") == {"k1": 0.9, "b": 0.4}
+    assert stage.hits("bm25") == 100 and stage.hits("dense") == 50
+    assert stage.dense_settings("dense") == {"encoder": "minilm"}
+    assert "results/metrics/synthetic-doc/dense.test.csv" in stage.metrics()
+    assert "results/metrics/synthetic-doc/dense.dev.csv" not in stage.metrics()
+    text = plan.text
+    assert text.store_inputs("w2v") == {"vocab": "text/w2v/vocab", "encoder": []}
+    # a study encoder's WordPiece stores wait for the encoder's build; a packaged encoder has none
+    assert text.store_inputs("study") == {"vocab": [], "encoder": ["encoders/study"]}
+    assert text.store_inputs("minilm") == {"vocab": [], "encoder": []}
+    assert text.tokens_arg("w2v") == "--vocab text/w2v/vocab" and text.tokens_arg("study") == "--encoder encoders/study"
+    assert text.vectors_inputs("w2v")["store"] == ["text/w2v/synthetic-passage/collection",
+                                                   "text/w2v/synthetic-doc/collection"]
+    assert text.vectors_inputs("ft")["store"] == ["text/ft/synthetic-passage/collection"]  # its vocabulary's dataset
+    assert "corpus" not in text.vectors_settings("w2v") and text.vectors_settings("w2v")["dim"] == 64
+    assert text.vocabulary_inputs("ft")["queries"] == [f"data/synthetic-passage/queries.{split}.tsv"
+                                                       for split in ("train", "dev", "test")]
+    assert text.vocabulary_inputs("w2v")["queries"] == []
+    assert text.encoder_inputs("study")["embeddings"] == "text/w2v/embeddings.npy"
+
+
 def test_claims_on_data_the_config_does_not_run_are_reported_not_run():
     plan = StudyPlan.from_config(study_config("first_stage: {datasets: [synthetic-passage]}"))
     rows = {row["id"]: row for row in plan.claims}

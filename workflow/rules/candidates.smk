@@ -1,52 +1,35 @@
 rule first_stage:
-    input:
-        index="index/{dataset}",
-        queries="data/{dataset}/queries.{split}.tsv",
-    output:
-        "runs/{dataset}/{system}.{split}.run",
-    log:
-        "logs/first_stage/{dataset}/{system}.{split}.log",
-    conda:
-        "../../environment.yml"
-    benchmark:
-        "benchmarks/first_stage/{dataset}/{system}.{split}.tsv"
-    wildcard_constraints:
-        system="|".join(LUCENE_SYSTEMS),
+    input: index="index/{dataset}", queries="data/{dataset}/queries.{split}.tsv"
+    output: "runs/{dataset}/{system}.{split}.run"
+    log: "logs/first_stage/{dataset}/{system}.{split}.log"
+    conda: "../../environment.yml"
+    benchmark: "benchmarks/first_stage/{dataset}/{system}.{split}.tsv"
+    wildcard_constraints: system=system_alternatives("bm25", "ql")
     threads: FIRST_STAGE["threads"]
     params:
         model=lambda wc: SYSTEMS[wc.system]["model"],
-        settings=lambda wc: as_json({k: v for k, v in SYSTEMS[wc.system].items()
-                                     if k not in ("model", "splits", "hits")}),
-        hits=lambda wc: SYSTEMS[wc.system].get("hits", FIRST_STAGE["hits"]),
+        settings=lambda wc: as_json(PLAN.first_stage.search_params(wc.system)),
+        hits=lambda wc: PLAN.first_stage.hits(wc.system),
         timing="benchmarks/anserini/first_stage.{dataset}.{system}.{split}.json",
-    resources:
-        mem_mb=4000,
-        runtime=240,
+    resources: mem_mb=4000, runtime=240
     priority: PREPARATION_PRIORITY
     shell:
         "python -m rankstudy search --index {input.index} --queries {input.queries} --out {output}"
-        " --model {params.model} --params {params.settings:q} --hits {params.hits}"
-        " --threads {threads} --timing {params.timing} 2> {log}"
+        " --model {params.model} --params {params.settings:q} --hits {params.hits} --threads {threads}"
+        " --timing {params.timing} 2> {log}"
 
 
 # An irds split's own candidate lists (ir_datasets scoreddocs, e.g. TREC DL's official top 1,000)
 rule official_candidates:
-    input:
-        queries="data/{dataset}/queries.{split}.tsv",
-    output:
-        "runs/{dataset}/{system}.{split}.run",
-    log:
-        "logs/first_stage/{dataset}/{system}.{split}.log",
-    conda:
-        "../../environment.yml"
-    wildcard_constraints:
-        system="|".join(OFFICIAL_SYSTEMS) or "(?!)",  # no official system: matches nothing
+    input: queries="data/{dataset}/queries.{split}.tsv"
+    output: "runs/{dataset}/{system}.{split}.run"
+    log: "logs/first_stage/{dataset}/{system}.{split}.log"
+    conda: "../../environment.yml"
+    wildcard_constraints: system=system_alternatives("official")
     params:
-        ids=lambda wc: " ".join(shlex.quote(i) for i in irds_split_ids(wc.dataset, wc.split)),
-        hits=lambda wc: SYSTEMS[wc.system].get("hits", FIRST_STAGE["hits"]),
-    resources:
-        mem_mb=4000,
-        runtime=120,
+        ids=lambda wc: " ".join(shlex.quote(i) for i in PLAN.first_stage.irds_ids(wc.dataset, wc.split)),
+        hits=lambda wc: PLAN.first_stage.hits(wc.system),
+    resources: mem_mb=4000, runtime=120
     priority: PREPARATION_PRIORITY
     shell:
         "python -m rankstudy official-candidates --ids {params.ids} --queries {input.queries} --hits {params.hits}"
@@ -55,25 +38,16 @@ rule official_candidates:
 
 # A dense first stage (pyserini): the collection encoded once per system into a FAISS flat index
 rule dense_index:
-    input:
-        "data/{dataset}/collection.tsv",
-    output:
-        directory("index/{dataset}.{system}"),
-    log:
-        "logs/index/{dataset}.{system}.log",
-    conda:
-        "../../environment.yml"
-    benchmark:
-        "benchmarks/index/{dataset}.{system}.tsv"
-    wildcard_constraints:
-        system="|".join(DENSE_SYSTEMS) or "(?!)",  # no dense system: matches nothing
+    input: "data/{dataset}/collection.tsv"
+    output: directory("index/{dataset}.{system}")
+    log: "logs/index/{dataset}.{system}.log"
+    conda: "../../environment.yml"
+    benchmark: "benchmarks/index/{dataset}.{system}.tsv"
+    wildcard_constraints: system=system_alternatives("dense")
     params:
-        config=lambda wc: dense_config(wc.system),
+        config=lambda wc: as_json(PLAN.first_stage.dense_settings(wc.system)),
         device=lambda wc: SYSTEMS[wc.system].get("device", "auto"),
-    resources:
-        mem_mb=8000,
-        runtime=1440,
-        gpu=lambda wc: gpus(SYSTEMS[wc.system].get("device", "auto")),
+    resources: mem_mb=8000, runtime=1440, gpu=lambda wc: gpus(SYSTEMS[wc.system].get("device", "auto"))
     priority: PREPARATION_PRIORITY
     shell:
         "python -m rankstudy dense-index --collection {input} --config {params.config:q} --out {output}"
@@ -81,30 +55,20 @@ rule dense_index:
 
 
 rule dense_search:
-    input:
-        index="index/{dataset}.{system}",
-        queries="data/{dataset}/queries.{split}.tsv",
-    output:
-        "runs/{dataset}/{system}.{split}.run",
-    log:
-        "logs/first_stage/{dataset}/{system}.{split}.log",
-    conda:
-        "../../environment.yml"
-    benchmark:
-        "benchmarks/first_stage/{dataset}/{system}.{split}.tsv"
-    wildcard_constraints:
-        system="|".join(DENSE_SYSTEMS) or "(?!)",
+    input: index="index/{dataset}.{system}", queries="data/{dataset}/queries.{split}.tsv"
+    output: "runs/{dataset}/{system}.{split}.run"
+    log: "logs/first_stage/{dataset}/{system}.{split}.log"
+    conda: "../../environment.yml"
+    benchmark: "benchmarks/first_stage/{dataset}/{system}.{split}.tsv"
+    wildcard_constraints: system=system_alternatives("dense")
     threads: FIRST_STAGE["threads"]
     params:
-        config=lambda wc: dense_config(wc.system),
+        config=lambda wc: as_json(PLAN.first_stage.dense_settings(wc.system)),
         device=lambda wc: SYSTEMS[wc.system].get("device", "auto"),
-        hits=lambda wc: SYSTEMS[wc.system].get("hits", FIRST_STAGE["hits"]),
-    resources:
-        mem_mb=8000,
-        runtime=240,
-        gpu=lambda wc: gpus(SYSTEMS[wc.system].get("device", "auto")),
+        hits=lambda wc: PLAN.first_stage.hits(wc.system),
+    resources: mem_mb=8000, runtime=240, gpu=lambda wc: gpus(SYSTEMS[wc.system].get("device", "auto"))
     priority: PREPARATION_PRIORITY
     shell:
         "python -m rankstudy dense-search --index {input.index} --queries {input.queries} --config {params.config:q}"
-        " --hits {params.hits} --out {output} --tag {wildcards.system} --device {params.device}"
-        " --threads {threads} 2> {log}"
+        " --hits {params.hits} --out {output} --tag {wildcards.system} --device {params.device} --threads {threads}"
+        " 2> {log}"

@@ -2,48 +2,36 @@
 # compared per run type (config choppy.runs), Table 1 and Figs. 1-2.
 
 rule choppy_folds:
-    input:
-        unpack(lambda wc: CHOPPY.fold_inputs(wc.name, wc.split)),
+    input: unpack(lambda wc: CHOPPY.fold_inputs(wc.name, wc.split))
     output:
         # a folder per merged run: no first-stage run (runs/DATASET/SYSTEM.SPLIT.run) can have its name
         run="runs/folds/{name}/{split}.run",
         qrels="runs/folds/{name}/qrels.{split}.txt",
-    log:
-        "logs/choppy/{name}.folds.{split}.log",
-    conda:
-        "../../environment.yml"
-    resources:
-        mem_mb=1000,
-        runtime=15,
+    log: "logs/choppy/{name}.folds.{split}.log"
+    conda: "../../environment.yml"
+    resources: mem_mb=1000, runtime=15
     shell:
         "python -m rankstudy merge-folds --runs {input.runs} --qrels {input.qrels} --out-run {output.run}"
         " --out-qrels {output.qrels} --tag {wildcards.name} 2> {log}"
 
 
 rule choppy_study:
-    input:
-        unpack(lambda wc: CHOPPY.inputs(wc.name)),
+    input: unpack(lambda wc: CHOPPY.inputs(wc.name))
     output:
         results="results/choppy/{name}/results.csv",
         per_query="results/choppy/{name}/per_query.csv",
         fig1="results/choppy/{name}/fig1.json",
         settings="results/choppy/{name}/settings.json",
-    log:
-        "logs/choppy/{name}.log",
-    conda:
-        "../../environment.yml"
-    benchmark:
-        "benchmarks/choppy/{name}.tsv"
+    log: "logs/choppy/{name}.log"
+    conda: "../../environment.yml"
+    benchmark: "benchmarks/choppy/{name}.tsv"
     threads: NEURAL["threads"]
     params:
         settings=as_json(CHOPPY.settings()),
         seed=config["seed"],
         qids=lambda wc: CHOPPY.qid_args(wc.name),
         out=lambda wildcards, output: os.path.dirname(output.results),
-    resources:
-        mem_mb=2000,
-        runtime=60,
-        gpu=gpus(CHOPPY.section.get("device", "auto")),
+    resources: mem_mb=2000, runtime=60, gpu=gpus(CHOPPY.section.get("device", "auto"))
     shell:
         "python -m rankstudy choppy-study --run {input.run:q} --qrels {input.qrels:q} --config {params.settings:q}"
         " --seed {params.seed} --threads {threads} --out {params.out} {params.qids} 2> {log}"
@@ -51,25 +39,17 @@ rule choppy_study:
 
 # Fig. 2 only: Choppy over the d x heads grid on the same split (not needed by Table 1)
 rule choppy_grid:
-    input:
-        unpack(lambda wc: CHOPPY.inputs(wc.name)),
-    output:
-        "results/choppy/{name}/grid.csv",
-    log:
-        "logs/choppy/{name}.grid.log",
-    conda:
-        "../../environment.yml"
-    benchmark:
-        "benchmarks/choppy/{name}.grid.tsv"
+    input: unpack(lambda wc: CHOPPY.inputs(wc.name))
+    output: "results/choppy/{name}/grid.csv"
+    log: "logs/choppy/{name}.grid.log"
+    conda: "../../environment.yml"
+    benchmark: "benchmarks/choppy/{name}.grid.tsv"
     threads: NEURAL["threads"]
     params:
         settings=as_json(CHOPPY.settings()),
         seed=config["seed"],
         qids=lambda wc: CHOPPY.qid_args(wc.name),
-    resources:
-        mem_mb=2000,
-        runtime=60,
-        gpu=gpus(CHOPPY.section.get("device", "auto")),
+    resources: mem_mb=2000, runtime=60, gpu=gpus(CHOPPY.section.get("device", "auto"))
     shell:
         "python -m rankstudy choppy-study --run {input.run:q} --qrels {input.qrels:q} --config {params.settings:q}"
         " --seed {params.seed} --threads {threads} --grid-out {output} {params.qids} 2> {log}"
@@ -83,60 +63,46 @@ rule choppy_table1:
         report("results/tables/choppy_table1.csv", caption="../report/choppy.rst", category="6. Choppy"),
         "results/tables/choppy_table1.md",
         "results/tables/choppy_table1.tex",
-    log:
-        "logs/report/choppy_table1.log",
-    conda:
-        "../../environment.yml"
+    log: "logs/report/choppy_table1.log"
+    conda: "../../environment.yml"
     params:
         studies=expand("results/choppy/{name}", name=CHOPPY.names()),
         names=CHOPPY.names(),
         prefix=lambda wildcards, output: output[0].removesuffix(".csv"),
-    resources:
-        mem_mb=1000,
-        runtime=15,
+    resources: mem_mb=1000, runtime=15
     shell:
         "python -m rankstudy choppy-report table1 --studies {params.studies:q} --names {params.names:q}"
         " --out-prefix {params.prefix} 2> {log}"
 
 
 rule choppy_fig1:
-    input:
-        expand("results/choppy/{name}/{file}", name=CHOPPY.names(), file=["fig1.json", "per_query.csv"]),
+    input: expand("results/choppy/{name}/{file}", name=CHOPPY.names(), file=["fig1.json", "per_query.csv"])
     output:
         report(multiext("results/figures/choppy_fig1", ".png", ".pdf"), caption="../report/choppy.rst",
                category="6. Choppy"),
         "results/figures/choppy_fig1.csv",
-    log:
-        "logs/report/choppy_fig1.log",
-    conda:
-        "../../environment.yml"
+    log: "logs/report/choppy_fig1.log"
+    conda: "../../environment.yml"
     params:
         studies=expand("results/choppy/{name}", name=CHOPPY.names()),
         names=CHOPPY.names(),
-    resources:
-        mem_mb=2000,
-        runtime=15,
+    resources: mem_mb=2000, runtime=15
     shell:
         "python -m rankstudy choppy-report fig1 --studies {params.studies:q} --names {params.names:q}"
         " --out-prefix results/figures/choppy_fig1 2> {log}"
 
 
 rule choppy_fig2:
-    input:
-        expand("results/choppy/{name}/grid.csv", name=CHOPPY.names()),
+    input: expand("results/choppy/{name}/grid.csv", name=CHOPPY.names())
     output:
         report(multiext("results/figures/choppy_fig2", ".png", ".pdf"), caption="../report/choppy.rst",
                category="6. Choppy"),
-    log:
-        "logs/report/choppy_fig2.log",
-    conda:
-        "../../environment.yml"
+    log: "logs/report/choppy_fig2.log"
+    conda: "../../environment.yml"
     params:
         studies=expand("results/choppy/{name}", name=CHOPPY.names()),
         names=CHOPPY.names(),
-    resources:
-        mem_mb=2000,
-        runtime=15,
+    resources: mem_mb=2000, runtime=15
     shell:
         "python -m rankstudy choppy-report fig2 --studies {params.studies:q} --names {params.names:q}"
         " --out-prefix results/figures/choppy_fig2 2> {log}"

@@ -7,8 +7,8 @@ for _name, _dataset in DATASETS.items():
             f"dataset_{_name.replace('-', '_')}"
         output:
             collection=f"data/{_name}/collection.tsv",
-            queries=[f"data/{_name}/queries.{split}.tsv" for split in dataset_splits(_name)],
-            qrels=[f"data/{_name}/qrels.{split}.txt" for split in dataset_splits(_name)],
+            queries=[f"data/{_name}/queries.{split}.tsv" for split in PLAN.dataset_splits(_name)],
+            qrels=[f"data/{_name}/qrels.{split}.txt" for split in PLAN.dataset_splits(_name)],
             truth=[f"data/{_name}/truth.json"] if _dataset["source"] == "synthetic" else [],
         log:
             f"logs/data/{_name}.log",

@@ -5,19 +5,12 @@
 
 
 rule check_expected:
-    input:
-        PLAN.headline_tables(),
-    output:
-        "results/check_expected.txt",
-    log:
-        "logs/report/check_expected.log",
-    conda:
-        "../../environment.yml"
-    params:
-        expected=config["expected"],
-    resources:
-        mem_mb=1000,
-        runtime=15,
+    input: PLAN.headline_tables()
+    output: "results/check_expected.txt"
+    log: "logs/report/check_expected.log"
+    conda: "../../environment.yml"
+    params: expected=config["expected"]
+    resources: mem_mb=1000, runtime=15
     shell:
         "python -m rankstudy check-expected --expected {params.expected:q} --tables {input:q} --missing-ok"
         " --out {output} > {log} 2>&1"

@@ -1,24 +1,16 @@
 rule index:
-    input:
-        "data/{dataset}/collection.tsv",
-    output:
-        directory("index/{dataset}"),
-    log:
-        "logs/index/{dataset}.log",
-    conda:
-        "../../environment.yml"
-    benchmark:
-        "benchmarks/index/{dataset}.tsv"
+    input: "data/{dataset}/collection.tsv"
+    output: directory("index/{dataset}")
+    log: "logs/index/{dataset}.log"
+    conda: "../../environment.yml"
+    benchmark: "benchmarks/index/{dataset}.tsv"
     threads: FIRST_STAGE["threads"]
     params:
         stats=lambda wc: as_json(DATASETS[wc.dataset].get("index_stats", {})),
         tolerance=FIRST_STAGE["terms_tolerance"],
         timing="benchmarks/anserini/index.{dataset}.json",
-    resources:
-        mem_mb=8000,
-        runtime=600,
+    resources: mem_mb=8000, runtime=600
     priority: PREPARATION_PRIORITY
     shell:
         "python -m rankstudy index --collection {input} --out {output} --threads {threads}"
-        " --expected-stats {params.stats:q} --terms-tolerance {params.tolerance}"
-        " --timing {params.timing} 2> {log}"
+        " --expected-stats {params.stats:q} --terms-tolerance {params.tolerance} --timing {params.timing} 2> {log}"

@@ -2,24 +2,13 @@
 
 
 rule vocabulary:
-    input:
-        collection=lambda wc: f"data/{EMBEDDINGS[wc.emb]['dataset']}/collection.tsv",
-        queries=lambda wc: [f"data/{EMBEDDINGS[wc.emb]['dataset']}/queries.{split}.tsv"
-                            for split in dataset_splits(EMBEDDINGS[wc.emb]["dataset"])]
-        if EMBEDDINGS[wc.emb].get("include_queries") else [],
-    output:
-        directory("text/{emb}/vocab"),
-    log:
-        "logs/text/{emb}/vocab.log",
-    conda:
-        "../../environment.yml"
-    benchmark:
-        "benchmarks/text/{emb}/vocab.tsv"
-    params:
-        min_count=lambda wc: EMBEDDINGS[wc.emb].get("vocab_min_count", 5),
-    resources:
-        mem_mb=4000,
-        runtime=60,
+    input: unpack(lambda wc: TEXT.vocabulary_inputs(wc.emb))
+    output: directory("text/{emb}/vocab")
+    log: "logs/text/{emb}/vocab.log"
+    conda: "../../environment.yml"
+    benchmark: "benchmarks/text/{emb}/vocab.tsv"
+    params: min_count=lambda wc: EMBEDDINGS[wc.emb].get("vocab_min_count", 5)
+    resources: mem_mb=4000, runtime=60
     priority: PREPARATION_PRIORITY
     shell:
         "python -m rankstudy vocab --collection {input.collection} --queries {input.queries}"
@@ -28,98 +17,62 @@ rule vocabulary:
 
 rule store_collection:
     input:
+        unpack(lambda wc: TEXT.store_inputs(wc.emb)),
         collection="data/{dataset}/collection.tsv",
-        vocab=vocab_input,
-        encoder=store_encoder_input,
-    output:
-        directory("text/{emb}/{dataset}/collection"),
-    log:
-        "logs/text/{emb}/{dataset}/collection.log",
-    conda:
-        "../../environment.yml"
-    benchmark:
-        "benchmarks/text/{emb}/{dataset}/collection.tsv"
-    params:
-        tokens=store_tokens_arg,
-    resources:
-        mem_mb=4000,
-        runtime=120,
+    output: directory("text/{emb}/{dataset}/collection")
+    log: "logs/text/{emb}/{dataset}/collection.log"
+    conda: "../../environment.yml"
+    benchmark: "benchmarks/text/{emb}/{dataset}/collection.tsv"
+    params: tokens=lambda wc: TEXT.tokens_arg(wc.emb)
+    resources: mem_mb=4000, runtime=120
     priority: PREPARATION_PRIORITY
     shell:
-        "python -m rankstudy store --input {input.collection} --kind collection {params.tokens}"
-        " --out {output} 2> {log}"
+        "python -m rankstudy store --input {input.collection} --kind collection {params.tokens} --out {output} 2> {log}"
 
 
 rule store_queries:
     input:
+        unpack(lambda wc: TEXT.store_inputs(wc.emb)),
         queries="data/{dataset}/queries.{split}.tsv",
-        vocab=vocab_input,
-        encoder=store_encoder_input,
-    output:
-        directory("text/{emb}/{dataset}/queries.{split}"),
-    log:
-        "logs/text/{emb}/{dataset}/queries.{split}.log",
-    conda:
-        "../../environment.yml"
-    params:
-        tokens=store_tokens_arg,
-    resources:
-        mem_mb=1000,
-        runtime=30,
+    output: directory("text/{emb}/{dataset}/queries.{split}")
+    log: "logs/text/{emb}/{dataset}/queries.{split}.log"
+    conda: "../../environment.yml"
+    params: tokens=lambda wc: TEXT.tokens_arg(wc.emb)
+    resources: mem_mb=1000, runtime=30
     priority: PREPARATION_PRIORITY
     shell:
-        "python -m rankstudy store --input {input.queries} --kind queries {params.tokens}"
-        " --out {output} 2> {log}"
+        "python -m rankstudy store --input {input.queries} --kind queries {params.tokens} --out {output} 2> {log}"
 
 
 rule embeddings:
-    input:
-        vocab=vocab_input,
-        store=lambda wc: [] if is_wordpiece(wc.emb) else [f"text/{wc.emb}/{dataset}/collection"
-                                                          for dataset in embeddings_corpus(wc.emb)],
-    output:
-        "text/{emb}/embeddings.npy",
-    log:
-        "logs/text/{emb}/embeddings.log",
-    conda:
-        "../../environment.yml"
-    benchmark:
-        "benchmarks/text/{emb}/embeddings.tsv"
+    input: unpack(lambda wc: TEXT.vectors_inputs(wc.emb))
+    output: "text/{emb}/embeddings.npy"
+    log: "logs/text/{emb}/embeddings.log"
+    conda: "../../environment.yml"
+    benchmark: "benchmarks/text/{emb}/embeddings.tsv"
     priority: PREPARATION_PRIORITY
     params:
-        settings=lambda wc: as_json({k: v for k, v in EMBEDDINGS[wc.emb].items()
-                                     if k not in ("dataset", "corpus", "vocab_min_count", "include_queries")}),
+        settings=lambda wc: as_json(TEXT.vectors_settings(wc.emb)),
         inputs=lambda wc, input: f"--store {input.store} --vocab {input.vocab}" if input.vocab else "",
         seed=config["seed"],
-    resources:
-        mem_mb=4000,
-        runtime=120,
+    resources: mem_mb=4000, runtime=120
     shell:
-        "python -m rankstudy embeddings {params.inputs} --config {params.settings:q}"
-        " --seed {params.seed} --out {output} 2> {log}"
+        "python -m rankstudy embeddings {params.inputs} --config {params.settings:q} --seed {params.seed}"
+        " --out {output} 2> {log}"
 
 
 rule pretrain_encoder:
-    input:
-        collection=lambda wc: f"data/{ENCODERS[wc.name]['dataset']}/collection.tsv",
-        vocab=lambda wc: f"text/{ENCODERS[wc.name]['embeddings']}/vocab",
-        embeddings=lambda wc: f"text/{ENCODERS[wc.name]['embeddings']}/embeddings.npy",
-    output:
-        directory("encoders/{name}"),
-    log:
-        "logs/text/encoder.{name}.log",
-    conda:
-        "../../environment.yml"
-    benchmark:
-        "benchmarks/text/encoder.{name}.tsv"
+    input: unpack(lambda wc: TEXT.encoder_inputs(wc.name))
+    output: directory("encoders/{name}")
+    log: "logs/text/encoder.{name}.log"
+    conda: "../../environment.yml"
+    benchmark: "benchmarks/text/encoder.{name}.tsv"
     priority: CHAIN_PRIORITY
     threads: NEURAL["threads"]
     params:
-        settings=lambda wc: as_json({k: v for k, v in ENCODERS[wc.name].items() if k not in ("dataset", "embeddings")}),
+        settings=lambda wc: as_json(TEXT.encoder_settings(wc.name)),
         seed=config["seed"],
-    resources:
-        mem_mb=4000,
-        runtime=60,
+    resources: mem_mb=4000, runtime=60
     shell:
         "python -m rankstudy pretrain-encoder --collection {input.collection} --vocab {input.vocab}"
         " --embeddings {input.embeddings} --config {params.settings:q} --seed {params.seed} --threads {threads}"
@@ -127,26 +80,18 @@ rule pretrain_encoder:
 
 
 rule examples:
-    input:
-        qrels="data/{dataset}/qrels.train.txt",
-        candidates="runs/{dataset}/bm25.train.run",
-    output:
-        "train/{dataset}/{kind}.tsv",
-    log:
-        "logs/train/{dataset}/examples.{kind}.log",
-    conda:
-        "../../environment.yml"
+    input: qrels="data/{dataset}/qrels.train.txt", candidates="runs/{dataset}/bm25.train.run"
+    output: "train/{dataset}/{kind}.tsv"
+    log: "logs/train/{dataset}/examples.{kind}.log"
+    conda: "../../environment.yml"
     params:
         per_query=NEURAL["examples"]["per_query"],
         depth=NEURAL["examples"]["negatives_depth"],
-        threshold=lambda wc: DATASETS[wc.dataset].get("train_min_grade", rel_threshold(wc.dataset, "train")),
+        threshold=lambda wc: DATASETS[wc.dataset].get("train_min_grade", PLAN.rel_threshold(wc.dataset, "train")),
         negatives=NEURAL["examples"]["group_negatives"],
         seed=config["seed"],
-    wildcard_constraints:
-        kind="triples|groups",
-    resources:
-        mem_mb=2000,
-        runtime=30,
+    wildcard_constraints: kind="triples|groups"
+    resources: mem_mb=2000, runtime=30
     priority: PREPARATION_PRIORITY
     shell:
         "python -m rankstudy examples --qrels {input.qrels} --candidates {input.candidates} --out {output}"
@@ -155,24 +100,11 @@ rule examples:
 
 
 rule train:
-    input:
-        embeddings=lambda wc: f"text/{run_embeddings(wc.run)}/embeddings.npy",
-        examples=lambda wc: f"train/{wc.dataset}/{example_kind(wc.run)}.tsv",
-        train_queries=lambda wc: f"text/{run_embeddings(wc.run)}/{wc.dataset}/queries.train",
-        documents=lambda wc: f"text/{run_embeddings(wc.run)}/{wc.dataset}/collection",
-        dev_queries=lambda wc: f"text/{run_embeddings(wc.run)}/{wc.dataset}/queries.dev",
-        dev_run=f"runs/{{dataset}}/{RERANK_FROM}.dev.run",
-        dev_qrels="data/{dataset}/qrels.dev.txt",
-        encoder=lambda wc: encoder_input(wc.run, wc.seed),
-    output:
-        model="models/{dataset}/{model}/{run}/seed{seed}/model.pt",
-        log_csv="models/{dataset}/{model}/{run}/seed{seed}/log.csv",
-    log:
-        "logs/train/{dataset}/{model}.{run}.s{seed}.log",
-    conda:
-        "../../environment.yml"
-    benchmark:
-        "benchmarks/train/{dataset}/{model}.{run}.s{seed}.tsv"
+    input: unpack(lambda wc: PLAN.train_inputs(wc.dataset, wc.run, wc.seed))
+    output: multiext("models/{dataset}/{model}/{run}/seed{seed}/", model="model.pt", log_csv="log.csv")
+    log: "logs/train/{dataset}/{model}.{run}.s{seed}.log"
+    conda: "../../environment.yml"
+    benchmark: "benchmarks/train/{dataset}/{model}.{run}.s{seed}.tsv"
     priority: lambda wc: chain_priority(wc.run)
     threads: NEURAL["threads"]
     params:
@@ -180,10 +112,7 @@ rule train:
         model=lambda wc: as_json(PLAN.model_settings(wc.run, wc.seed)),
         training=lambda wc: as_json(PLAN.training_settings(wc.run)),
         out=lambda wildcards, output: os.path.dirname(output.model),
-    resources:
-        mem_mb=8000,
-        runtime=240,
-        gpu=gpus(NEURAL["device"]),
+    resources: mem_mb=8000, runtime=240, gpu=gpus(NEURAL["device"])
     shell:
         "python -m rankstudy train --model {params.name} --model-config {params.model:q}"
         " --train-config {params.training:q} --embeddings {input.embeddings} --examples {input.examples}"
@@ -194,53 +123,32 @@ rule train:
 
 rule export_encoder:
     input:
-        model=lambda wc: f"{model_dir(wc.run, wc.seed)}/model.pt",
-        embeddings=lambda wc: f"text/{run_embeddings(wc.run)}/embeddings.npy",
-    output:
-        directory("models/encoders/{run}.s{seed}"),
-    log:
-        "logs/train/export_encoder.{run}.s{seed}.log",
-    conda:
-        "../../environment.yml"
+        model=lambda wc: f"{RUN[wc.run].model_dir(wc.seed)}/model.pt",
+        embeddings=lambda wc: f"text/{RUN[wc.run].embeddings}/embeddings.npy",
+    output: directory("models/encoders/{run}.s{seed}")
+    log: "logs/train/export_encoder.{run}.s{seed}.log"
+    conda: "../../environment.yml"
     priority: CHAIN_PRIORITY
-    wildcard_constraints:
-        seed=r"\d+",
-    params:
-        model_dir=lambda wildcards, input: os.path.dirname(input.model),
+    params: model_dir=lambda wildcards, input: os.path.dirname(input.model)
     shell:
         "python -m rankstudy export-encoder --model-dir {params.model_dir} --embeddings {input.embeddings}"
         " --out {output} 2> {log}"
 
 
 rule rerank:
-    input:
-        model=lambda wc: f"{model_dir(wc.run, wc.seed)}/model.pt",
-        embeddings=lambda wc: f"text/{run_embeddings(wc.run)}/embeddings.npy",
-        queries=lambda wc: f"text/{run_embeddings(wc.run)}/{wc.dataset}/queries.{wc.split}",
-        documents=lambda wc: f"text/{run_embeddings(wc.run)}/{wc.dataset}/collection",
-        candidates=f"runs/{{dataset}}/{RERANK_FROM}.{{split}}.run",
-        encoder=lambda wc: encoder_input(wc.run, wc.seed),
-    output:
-        "runs/{dataset}/{model}.{run}.s{seed}.{split}.run",
-    log:
-        "logs/rerank/{dataset}/{model}.{run}.s{seed}.{split}.log",
-    conda:
-        "../../environment.yml"
-    benchmark:
-        "benchmarks/rerank/{dataset}/{model}.{run}.s{seed}.{split}.tsv"
-    wildcard_constraints:
-        seed=r"\d+",
+    input: unpack(lambda wc: PLAN.rerank_inputs(wc.dataset, wc.run, wc.seed, wc.split))
+    output: "runs/{dataset}/{model}.{run}.s{seed}.{split}.run"
+    log: "logs/rerank/{dataset}/{model}.{run}.s{seed}.{split}.log"
+    conda: "../../environment.yml"
+    benchmark: "benchmarks/rerank/{dataset}/{model}.{run}.s{seed}.{split}.tsv"
     threads: NEURAL["threads"]
     params:
         tag=lambda wc: f"{wc.model}.{wc.run}.s{wc.seed}",
-        depth=lambda wc: RUNS[wc.run].get("rerank_depth", NEURAL["rerank"]["depth"]),
+        depth=lambda wc: PLAN.rerank_depth(wc.run),
         batch=NEURAL["rerank"]["batch_size"],
         device=NEURAL["device"],
         model_dir=lambda wildcards, input: os.path.dirname(input.model),
-    resources:
-        mem_mb=4000,
-        runtime=120,
-        gpu=gpus(NEURAL["device"]),
+    resources: mem_mb=4000, runtime=120, gpu=gpus(NEURAL["device"])
     shell:
         "python -m rankstudy rerank --model-dir {params.model_dir} --embeddings {input.embeddings}"
         " --queries {input.queries} --documents {input.documents} --candidates {input.candidates} --out {output}"
@@ -253,25 +161,20 @@ rule tune_depth:
         first_stage=f"runs/{{dataset}}/{RERANK_FROM}.dev.run",
         neural="runs/{dataset}/{system}.dev.run",
         qrels="data/{dataset}/qrels.dev.txt",
-    output:
-        "runs/{dataset}/{system}.depth.json",
-    log:
-        "logs/rerank/{dataset}/{system}.depth.log",
-    conda:
-        "../../environment.yml"
+    output: "runs/{dataset}/{system}.depth.json"
+    log: "logs/rerank/{dataset}/{system}.depth.log"
+    conda: "../../environment.yml"
     wildcard_constraints:
         system=r"[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.(s\d+|ens|best)",  # a seed, the seeds' ensemble or best seed
     params:
-        measure=lambda wc: training_settings(system_run(wc.system))["metric"],
-        threshold=lambda wc: rel_threshold(wc.dataset, "dev"),
-        depths=lambda wc: tuning_depths(system_run(wc.system)),
-    resources:
-        mem_mb=1000,
-        runtime=15,
+        measure=lambda wc: RUN[system_run(wc.system)].training["metric"],
+        threshold=lambda wc: PLAN.rel_threshold(wc.dataset, "dev"),
+        depths=lambda wc: RUN[system_run(wc.system)].tuning_depths(NEURAL["rerank"]["depths"]),
+    resources: mem_mb=1000, runtime=15
     shell:
-        "python -m rankstudy tune-depth --first-stage {input.first_stage} --neural {input.neural}"
-        " --qrels {input.qrels} --measure {params.measure:q} --rel-threshold {params.threshold}"
-        " --depths {params.depths} --out-json {output} 2> {log}"
+        "python -m rankstudy tune-depth --first-stage {input.first_stage} --neural {input.neural} --qrels {input.qrels}"
+        " --measure {params.measure:q} --rel-threshold {params.threshold} --depths {params.depths} --out-json {output}"
+        " 2> {log}"
 
 
 rule full_task:
@@ -281,40 +184,29 @@ rule full_task:
         # not evaluated on dev (a test-only collection, or splits: [test]): the run's fixed rerank_depth
         # (rankstudy.study.checks)
         depth=lambda wc: (f"runs/{wc.dataset}/{wc.system}.depth.json"
-                          if "dev" in eval_splits(wc.dataset, system_run(wc.system)) else []),
-    output:
-        "runs/{dataset}/{system}-full.{split}.run",
-    log:
-        "logs/rerank/{dataset}/{system}-full.{split}.log",
-    conda:
-        "../../environment.yml"
+                          if "dev" in PLAN.eval_splits(wc.dataset, system_run(wc.system)) else []),
+    output: "runs/{dataset}/{system}-full.{split}.run"
+    log: "logs/rerank/{dataset}/{system}-full.{split}.log"
+    conda: "../../environment.yml"
     wildcard_constraints:
         system=r"[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.(s\d+|ens|best)",  # a seed, the seeds' ensemble or best seed
-    params:
-        depth=full_task_depth,
-    resources:
-        mem_mb=1000,
-        runtime=15,
+    params: depth=full_task_depth
+    resources: mem_mb=1000, runtime=15
     shell:
-        "python -m rankstudy apply-depth --first-stage {input.first_stage} --neural {input.neural}"
-        " {params.depth} --out {output} --tag {wildcards.system}-full 2> {log}"
+        "python -m rankstudy apply-depth --first-stage {input.first_stage} --neural {input.neural} {params.depth}"
+        " --out {output} --tag {wildcards.system}-full 2> {log}"
 
 
 rule select_seed:
     """The seed whose training reached the best validation metric (the TK notebook's submitted run)."""
     input:
-        logs=lambda wc: [f"{model_dir(wc.run, seed)}/log.csv" for seed in run_seeds(wc.run)],
+        logs=lambda wc: [f"{RUN[wc.run].model_dir(seed)}/log.csv" for seed in RUN[wc.run].seeds],
         runs=lambda wc: [f"runs/{wc.dataset}/{wc.model}.{wc.run}.s{seed}.{wc.split}.run"
-                         for seed in run_seeds(wc.run)],
-    output:
-        "runs/{dataset}/{model}.{run}.best.{split}.run",
-    log:
-        "logs/rerank/{dataset}/{model}.{run}.best.{split}.log",
-    conda:
-        "../../environment.yml"
-    resources:
-        mem_mb=1000,
-        runtime=15,
+                         for seed in RUN[wc.run].seeds],
+    output: "runs/{dataset}/{model}.{run}.best.{split}.run"
+    log: "logs/rerank/{dataset}/{model}.{run}.best.{split}.log"
+    conda: "../../environment.yml"
+    resources: mem_mb=1000, runtime=15
     shell:
         "python -m rankstudy select-seed --logs {input.logs} --runs {input.runs} --out {output}"
         " --tag {wildcards.model}.{wildcards.run}.best 2> {log}"
@@ -322,16 +214,11 @@ rule select_seed:
 
 rule ensemble:
     input:
-        lambda wc: [f"runs/{wc.dataset}/{wc.model}.{RUNS[wc.run]['ensemble']}.s{seed}.{wc.split}.run"
-                    for seed in run_seeds(wc.run)],
-    output:
-        "runs/{dataset}/{model}.{run}.ens.{split}.run",
-    log:
-        "logs/rerank/{dataset}/{model}.{run}.ens.{split}.log",
-    conda:
-        "../../environment.yml"
-    resources:
-        mem_mb=1000,
-        runtime=15,
+        lambda wc: [f"runs/{wc.dataset}/{wc.model}.{RUN[wc.run].spec['ensemble']}.s{seed}.{wc.split}.run"
+                    for seed in RUN[wc.run].seeds],
+    output: "runs/{dataset}/{model}.{run}.ens.{split}.run"
+    log: "logs/rerank/{dataset}/{model}.{run}.ens.{split}.log"
+    conda: "../../environment.yml"
+    resources: mem_mb=1000, runtime=15
     shell:
         "python -m rankstudy ensemble --runs {input} --out {output} --tag {wildcards.model}.{wildcards.run} 2> {log}"

@@ -2,8 +2,7 @@
 # TK and TKL tables).
 
 rule first_stage_table:
-    input:
-        first_stage_metrics(),
+    input: PLAN.first_stage.metrics()
     output:
         report(
             "results/tables/first_stage.csv",
@@ -12,39 +11,27 @@ rule first_stage_table:
         ),
         "results/tables/first_stage.md",
         "results/tables/first_stage.tex",
-    log:
-        "logs/report/first_stage_table.log",
-    conda:
-        "../../environment.yml"
-    benchmark:
-        "benchmarks/report/first_stage_table.tsv"
+    log: "logs/report/first_stage_table.log"
+    conda: "../../environment.yml"
+    benchmark: "benchmarks/report/first_stage_table.tsv"
     params:
         measures=config["evaluation"]["measures"],
         prefix=lambda wildcards, output: output[0].removesuffix(".csv"),
-    resources:
-        mem_mb=1000,
-        runtime=15,
+    resources: mem_mb=1000, runtime=15
     shell:
         "python -m rankstudy first-stage-table --metrics {input:q} --measures {params.measures:q}"
         " --out-prefix {params.prefix} 2> {log}"
 
 
 rule efficiency:
-    output:
-        report("results/efficiency.csv", caption="../report/efficiency.rst", category="7. Efficiency"),
-    log:
-        "logs/report/efficiency.log",
-    conda:
-        "../../environment.yml"
-    benchmark:
-        "benchmarks/report/efficiency.tsv"
+    output: report("results/efficiency.csv", caption="../report/efficiency.rst", category="7. Efficiency")
+    log: "logs/report/efficiency.log"
+    conda: "../../environment.yml"
+    benchmark: "benchmarks/report/efficiency.tsv"
     threads: NEURAL["efficiency"]["setup"].get("threads", 2)
     params:
         models=as_json(NEURAL["efficiency"]["models"]),
         setup=as_json(NEURAL["efficiency"]["setup"]),
-    resources:
-        mem_mb=4000,
-        runtime=60,
-        gpu=gpus(NEURAL["device"]),
+    resources: mem_mb=4000, runtime=60, gpu=gpus(NEURAL["device"])
     shell:
         "python -m rankstudy efficiency --models {params.models:q} --setup {params.setup:q} --out {output} 2> {log}"

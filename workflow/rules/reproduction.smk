@@ -10,16 +10,12 @@ rule reproduction:
     output:
         report("results/reproduction.csv", caption="../report/reproduction.rst", category="1. Claims"),
         "results/reproduction.md",
-    log:
-        "logs/report/reproduction.log",
-    conda:
-        "../../environment.yml"
+    log: "logs/report/reproduction.log"
+    conda: "../../environment.yml"
     params:
         comparable="" if REPRODUCTION["comparable"] else "--not-comparable",
         prefix=lambda wildcards, output: output[0].removesuffix(".csv"),
-    resources:
-        mem_mb=1000,
-        runtime=15,
+    resources: mem_mb=1000, runtime=15
     shell:
-        "python -m rankstudy reproduction --reported {input.reported:q} --tables-dir results/tables"
-        " {params.comparable} --out-prefix {params.prefix} 2> {log}"
+        "python -m rankstudy reproduction --reported {input.reported:q} --tables-dir results/tables {params.comparable}"
+        " --out-prefix {params.prefix} 2> {log}"

@@ -8,21 +8,18 @@ rule tk_table2:
         report("results/tables/tk_table2.csv", caption="../report/tk_table2.rst", category="3. TK"),
         "results/tables/tk_table2.md",
         "results/tables/tk_table2.tex",
-    log:
-        "logs/report/tk_table2.log",
-    conda:
-        "../../environment.yml"
+    log: "logs/report/tk_table2.log"
+    conda: "../../environment.yml"
     params:
         rows=as_json(TK.table2_rows()),
         depth=NEURAL["rerank"]["depth"],
         scaled=NEURAL["caption_note"],
         prefix=lambda wildcards, output: output[0].removesuffix(".csv"),
-    resources:
-        mem_mb=1000,
-        runtime=15,
+    resources: mem_mb=1000, runtime=15
     shell:
-        "python -m rankstudy tk-table2 --metrics {input.metrics:q} --efficiency {input.efficiency} --rows {params.rows:q} --depth {params.depth}"
-        " --scaled={params.scaled:q} --out-prefix {params.prefix} 2> {log}"
+        "python -m rankstudy tk-table2 --metrics {input.metrics:q} --efficiency {input.efficiency}"
+        " --rows {params.rows:q} --depth {params.depth} --scaled={params.scaled:q} --out-prefix {params.prefix}"
+        " 2> {log}"
 
 
 rule tk_table3_4:
@@ -34,15 +31,10 @@ rule tk_table3_4:
         report("results/tables/tk_table3_4.csv", caption="../report/tk_table3_4.rst", category="3. TK"),
         "results/tables/tk_table3_4.md",
         "results/tables/tk_table3_4.tex",
-    log:
-        "logs/report/tk_table3_4.log",
-    conda:
-        "../../environment.yml"
-    params:
-        prefix=lambda wildcards, output: output[0].removesuffix(".csv"),
-    resources:
-        mem_mb=1000,
-        runtime=15,
+    log: "logs/report/tk_table3_4.log"
+    conda: "../../environment.yml"
+    params: prefix=lambda wildcards, output: output[0].removesuffix(".csv")
+    resources: mem_mb=1000, runtime=15
     shell:
         "python -m rankstudy tk-queries --metrics {input.metrics} --queries {input.queries} --qrels {input.qrels}"
         " --first-table 3 --out-prefix {params.prefix} 2> {log}"
@@ -50,25 +42,19 @@ rule tk_table3_4:
 
 rule tk_view:
     input:
-        models=lambda wc: [f"{model_dir(TK_VIEW['run'], seed)}/model.pt" for seed in view_seeds(TK_VIEW["run"])],
-        embeddings=lambda wc: f"text/{run_embeddings(TK_VIEW['run'])}/embeddings.npy",
-        vocab=lambda wc: f"text/{run_embeddings(TK_VIEW['run'])}/vocab",
+        models=lambda wc: [f"{RUN[TK_VIEW['run']].model_dir(seed)}/model.pt" for seed in RUN[TK_VIEW["run"]].view_seeds],
+        embeddings=lambda wc: f"text/{RUN[TK_VIEW['run']].embeddings}/embeddings.npy",
+        vocab=lambda wc: f"text/{RUN[TK_VIEW['run']].embeddings}/vocab",
         collection=lambda wc: f"data/{TK_VIEW['dataset']}/collection.tsv",
         queries=lambda wc: f"data/{TK_VIEW['dataset']}/queries.test.tsv",
         qrels=lambda wc: f"data/{TK_VIEW['dataset']}/qrels.test.txt",
         first_stage=lambda wc: f"runs/{TK_VIEW['dataset']}/{RERANK_FROM}.test.run",
         neural=lambda wc: f"runs/{TK_VIEW['dataset']}/{TK_VIEW['system']}.test.run",
-    output:
-        report("results/tk_view.html", caption="../report/tk_view.rst", category="3. TK"),
-    log:
-        "logs/report/tk_view.log",
-    conda:
-        "../../environment.yml"
-    params:
-        model_dirs=lambda wildcards, input: [os.path.dirname(path) for path in input.models],
-    resources:
-        mem_mb=2000,
-        runtime=30,
+    output: report("results/tk_view.html", caption="../report/tk_view.rst", category="3. TK")
+    log: "logs/report/tk_view.log"
+    conda: "../../environment.yml"
+    params: model_dirs=lambda wildcards, input: [os.path.dirname(path) for path in input.models]
+    resources: mem_mb=2000, runtime=30
     shell:
         "python -m rankstudy tk-view --model-dir {params.model_dirs} --embeddings {input.embeddings}"
         " --vocab {input.vocab} --collection {input.collection} --queries {input.queries} --qrels {input.qrels}"

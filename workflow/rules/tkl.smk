@@ -8,12 +8,9 @@ rule tkl_table:
         report("results/tables/tkl_{table}.csv", caption="../report/tkl_tables.rst", category="4. TKL"),
         "results/tables/tkl_{table}.md",
         "results/tables/tkl_{table}.tex",
-    log:
-        "logs/report/tkl_{table}.log",
-    conda:
-        "../../environment.yml"
-    wildcard_constraints:
-        table="table1|table2",
+    log: "logs/report/tkl_{table}.log"
+    conda: "../../environment.yml"
+    wildcard_constraints: table="table1|table2"
     params:
         spec=lambda wc: as_json(TKL.table_spec(wc.table)),
         prefix=lambda wildcards, output: output[0].removesuffix(".csv"),
@@ -31,16 +28,14 @@ rule tkl_evidence:
         report("results/tables/tkl_evidence.csv", caption="../report/tkl_evidence.rst", category="4. TKL"),
         "results/tables/tkl_evidence.md",
         "results/tables/tkl_evidence.tex",
-    log:
-        "logs/report/tkl_evidence.log",
-    conda:
-        "../../environment.yml"
+    log: "logs/report/tkl_evidence.log"
+    conda: "../../environment.yml"
     params:
         spec=lambda wc: as_json(TKL.evidence_spec()),
         prefix=lambda wildcards, output: output[0].removesuffix(".csv"),
     shell:
-        "python -m rankstudy tkl-report evidence --qrels {input.qrels} --truth {input.truth}"
-        " --spec {params.spec:q} --out-prefix {params.prefix} 2> {log}"
+        "python -m rankstudy tkl-report evidence --qrels {input.qrels} --truth {input.truth} --spec {params.spec:q}"
+        " --out-prefix {params.prefix} 2> {log}"
 
 
 rule tkl_fig1:
@@ -52,29 +47,24 @@ rule tkl_fig1:
         report("results/figures/tkl_fig1.png", caption="../report/tkl_figures.rst", category="4. TKL"),
         "results/figures/tkl_fig1.pdf",
         "results/figures/tkl_fig1.csv",
-    log:
-        "logs/report/tkl_fig1.log",
-    conda:
-        "../../environment.yml"
+    log: "logs/report/tkl_fig1.log"
+    conda: "../../environment.yml"
     params:
         spec=lambda wc: as_json(TKL.fig1_spec()),
         prefix=lambda wildcards, output: output[0].removesuffix(".png"),
     shell:
-        "python -m rankstudy tkl-report fig1 --qrels {input.qrels} --store {input.store}"
-        " --spec {params.spec:q} --out-prefix {params.prefix} 2> {log}"
+        "python -m rankstudy tkl-report fig1 --qrels {input.qrels} --store {input.store} --spec {params.spec:q}"
+        " --out-prefix {params.prefix} 2> {log}"
 
 
 rule tkl_fig2:
-    input:
-        metrics=lambda wc: TKL.fig2_metrics(),
+    input: metrics=lambda wc: TKL.fig2_metrics()
     output:
         report("results/figures/tkl_fig2.png", caption="../report/tkl_figures.rst", category="4. TKL"),
         "results/figures/tkl_fig2.pdf",
         "results/figures/tkl_fig2.csv",
-    log:
-        "logs/report/tkl_fig2.log",
-    conda:
-        "../../environment.yml"
+    log: "logs/report/tkl_fig2.log"
+    conda: "../../environment.yml"
     params:
         spec=lambda wc: as_json(TKL.fig2_spec()),
         prefix=lambda wildcards, output: output[0].removesuffix(".png"),
@@ -86,20 +76,16 @@ rule tkl_fig2:
 rule tkl_regions:
     input:
         unpack(lambda wc: TKL.run_stores(TKL.section["regions"])),
-        run=lambda wc: f"runs/{TKL.dataset}/{run_system(TKL.section['regions'])}.test.run",
-    output:
-        "results/tkl/regions.csv",
-    log:
-        "logs/report/tkl_regions.log",
-    conda:
-        "../../environment.yml"
+        run=lambda wc: f"runs/{TKL.dataset}/{RUN[TKL.section['regions']].system}.test.run",
+    output: "results/tkl/regions.csv"
+    log: "logs/report/tkl_regions.log"
+    conda: "../../environment.yml"
     threads: NEURAL["threads"]
     params:
         depth=TKL.section["region_depth"],
         device=NEURAL["device"],
         model_dir=lambda wildcards, input: os.path.dirname(input.model),
-    resources:
-        gpu=gpus(NEURAL["device"]),
+    resources: gpu=gpus(NEURAL["device"])
     shell:
         "python -m rankstudy regions --model-dir {params.model_dir} --embeddings {input.embeddings}"
         " --queries {input.queries} --documents {input.documents} --run {input.run} --out {output}"
@@ -107,17 +93,13 @@ rule tkl_regions:
 
 
 rule tkl_fig3:
-    input:
-        "results/tkl/regions.csv",
+    input: "results/tkl/regions.csv"
     output:
         report("results/figures/tkl_fig3.png", caption="../report/tkl_figures.rst", category="4. TKL"),
         "results/figures/tkl_fig3.pdf",
         "results/figures/tkl_fig3.csv",
-    log:
-        "logs/report/tkl_fig3.log",
-    conda:
-        "../../environment.yml"
-    params:
-        prefix=lambda wildcards, output: output[0].removesuffix(".png"),
+    log: "logs/report/tkl_fig3.log"
+    conda: "../../environment.yml"
+    params: prefix=lambda wildcards, output: output[0].removesuffix(".png")
     shell:
         "python -m rankstudy tkl-report fig3 --regions {input} --out-prefix {params.prefix} 2> {log}"

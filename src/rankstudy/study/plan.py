@@ -12,7 +12,8 @@ from rankstudy.papers.tk.plan import TKOutputs
 from rankstudy.papers.tkl.plan import TKLOutputs
 from rankstudy.study.checks import check_plan, check_references
 from rankstudy.study.claims import resolve_claims
-from rankstudy.study.runs import Run, plan_runs
+from rankstudy.study.runs import Run, plan_runs, system_run
+from rankstudy.study.stages import FirstStage, Text
 
 SYNTHETIC_SPLITS = ("train", "dev", "test")
 
@@ -61,6 +62,14 @@ class StudyPlan:
         return self.config["neural"]["encoders"]
 
     # ---- the papers' outputs (one object per paper) ----------------------------------------------
+    @cached_property
+    def first_stage(self) -> FirstStage:
+        return FirstStage(self)
+
+    @cached_property
+    def text(self) -> Text:
+        return Text(self)
+
     @cached_property
     def tk(self) -> TKOutputs:
         return TKOutputs(self)
@@ -158,6 +167,30 @@ class StudyPlan:
         """The encoder directories a run's model loads: its warm start, else its study encoder."""
         warm_start = self.runs[run].encoder_dir(seed)
         return [warm_start] if warm_start else self.encoder_build(self.models[self.runs[run].model].get("encoder"))
+
+    def train_inputs(self, dataset: str, run: str, seed: int | str) -> dict[str, Any]:
+        """Files a run's training reads (rule train): its text, examples, dev candidates, encoder."""
+        text = f"text/{self.runs[run].embeddings}"
+        return {"embeddings": f"{text}/embeddings.npy", "examples": f"train/{dataset}/{self.runs[run].example_kind}.tsv",
+                "train_queries": f"{text}/{dataset}/queries.train", "documents": f"{text}/{dataset}/collection",
+                "dev_queries": f"{text}/{dataset}/queries.dev", "dev_run": f"runs/{dataset}/{self.rerank_from}.dev.run",
+                "dev_qrels": f"data/{dataset}/qrels.dev.txt", "encoder": self.encoder_inputs(run, seed)}
+
+    def rerank_depth(self, run: str) -> int:
+        """How many candidates a run re-ranks: its ``rerank_depth``, else neural.rerank.depth."""
+        return self.runs[run].spec.get("rerank_depth", self.config["neural"]["rerank"]["depth"])
+
+    def neural_metrics(self) -> list[str]:
+        """The metric files of every system of every neural run, on each split it is evaluated on."""
+        return [f"results/metrics/{dataset}/{system}.{split}.csv" for dataset, system in self.neural_systems()
+                for split in self.eval_splits(dataset, system_run(system))]
+
+    def rerank_inputs(self, dataset: str, run: str, seed: int | str, split: str) -> dict[str, Any]:
+        """Files a run's re-ranking of a split reads (rule rerank): model, text, candidates, encoder."""
+        text = f"text/{self.runs[run].embeddings}"
+        return {"model": f"{self.runs[run].model_dir(seed)}/model.pt", "embeddings": f"{text}/embeddings.npy",
+                "queries": f"{text}/{dataset}/queries.{split}", "documents": f"{text}/{dataset}/collection",
+                "candidates": f"runs/{dataset}/{self.rerank_from}.{split}.run", "encoder": self.encoder_inputs(run, seed)}
 
     # ---- claims --------------------------------------------------------------------------------
     def claim_inputs(self) -> list[str]:

@@ -103,6 +103,12 @@ class SocialformerOutputs(DatasetPaper):
         """The neural.models entry of graph_run (Figs. 4-5 draw its graphs)."""
         return self.plan.runs[self.section["graph_run"]].model
 
+    def graph_inputs(self) -> dict[str, Any]:
+        """Files Figs. 4-5 read: graph_run's token stores of the test split, the encoder its model loads, qrels."""
+        encoder = self.plan.encoder_build(self.plan.models[self.graph_model].get("encoder"))
+        return {**self.stores(self.section["graph_run"]), "encoder": encoder,
+                "qrels": f"data/{self.dataset}/qrels.test.txt"}
+
     def graph_spec(self, figure: str) -> dict[str, Any]:
         """Fig. 4 / Fig. 5 settings plus the graph_run's model settings (its graph, encoder)."""
         return {**self.section[figure], "model": self.plan.model_encoder(self.graph_model),

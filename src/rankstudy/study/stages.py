@@ -1,0 +1,99 @@
+"""The shared stages' inputs and settings, as the workflow's rules read them: the first stage (Lucene, official
+and dense systems) and the neural text pipeline (vocabularies, token stores, word vectors, study encoders)."""
+
+from __future__ import annotations
+
+import shlex
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Mapping
+
+if TYPE_CHECKING:
+    from rankstudy.study.plan import StudyPlan
+
+# the keys of a dense system that are its encoder's settings (rankstudy.dense.DenseConfig)
+DENSE_KEYS = ("encoder", "kind", "pooling", "l2_norm", "max_length", "batch_size")
+
+
+@dataclass(frozen=True)
+class FirstStage:
+    plan: StudyPlan
+
+    def names(self, *models: str) -> list[str]:
+        """The first-stage systems of these models: bm25/ql search the index, official systems are an irds
+        split's own candidate lists (scoreddocs), dense ones pyserini's dense retrieval (rankstudy.dense)."""
+        return [name for name, spec in self.plan.systems.items() if spec["model"] in models]
+
+    def search_params(self, system: str) -> dict[str, Any]:
+        """A Lucene system's ranking parameters (k1 and b, or mu)."""
+        return {key: value for key, value in self.plan.systems[system].items() if key not in ("model", "splits", "hits")}
+
+    def hits(self, system: str) -> int:
+        """Candidates per query of a first-stage system: its own ``hits``, else first_stage.hits."""
+        return self.plan.systems[system].get("hits", self.plan.config["first_stage"]["hits"])
+
+    def dense_settings(self, system: str) -> dict[str, Any]:
+        """A dense system's DenseConfig settings (its encoder's, no first-stage keys)."""
+        return {key: value for key, value in self.plan.systems[system].items() if key in DENSE_KEYS}
+
+    def irds_ids(self, dataset: str, split: str) -> list[str]:
+        """The ir_datasets id(s) of an irds dataset's split."""
+        ids = self.plan.datasets[dataset]["irds"]["splits"][split]
+        return [ids] if isinstance(ids, str) else ids
+
+    def metrics(self) -> list[str]:
+        """The metric files of every first-stage system on every split it runs."""
+        return [f"results/metrics/{dataset}/{system}.{split}.csv" for dataset in self.plan.studied
+                for system in self.plan.systems for split in self.plan.system_splits(system, dataset)]
+
+
+@dataclass(frozen=True)
+class Text:
+    plan: StudyPlan
+
+    @property
+    def embeddings(self) -> Mapping[str, Mapping[str, Any]]:
+        return self.plan.config["neural"]["embeddings"]
+
+    def is_wordpiece(self, emb: str) -> bool:
+        """Text of this entry is a pre-trained encoder's WordPiece ids (no vocabulary, no word vectors)."""
+        return self.embeddings[emb].get("method") == "wordpiece"
+
+    def vocabulary_inputs(self, emb: str) -> dict[str, Any]:
+        """The collection (and, with include_queries, every split's queries) a vocabulary counts."""
+        dataset = self.embeddings[emb]["dataset"]
+        queries = [f"data/{dataset}/queries.{split}.tsv" for split in self.plan.dataset_splits(dataset)]
+        return {"collection": f"data/{dataset}/collection.tsv",
+                "queries": queries if self.embeddings[emb].get("include_queries") else []}
+
+    def store_inputs(self, emb: str) -> dict[str, Any]:
+        """What a token store of this entry needs besides its text: the vocabulary, or the encoder's build."""
+        if self.is_wordpiece(emb):
+            return {"vocab": [], "encoder": self.plan.encoder_build(self.embeddings[emb]["encoder"])}
+        return {"vocab": f"text/{emb}/vocab", "encoder": []}
+
+    def tokens_arg(self, emb: str) -> str:
+        """The store command's tokenizer option, the encoder's path shell-quoted (it comes from the config)."""
+        if self.is_wordpiece(emb):
+            return f"--encoder {shlex.quote(self.plan.encoder_location(self.embeddings[emb]['encoder']))}"
+        return f"--vocab text/{emb}/vocab"
+
+    def vectors_inputs(self, emb: str) -> dict[str, Any]:
+        """The vocabulary and token stores word vectors train on (default corpus: the vocabulary's dataset)."""
+        if self.is_wordpiece(emb):
+            return {"vocab": [], "store": []}
+        corpus = self.embeddings[emb].get("corpus") or [self.embeddings[emb]["dataset"]]
+        return {"vocab": f"text/{emb}/vocab", "store": [f"text/{emb}/{dataset}/collection" for dataset in corpus]}
+
+    def vectors_settings(self, emb: str) -> dict[str, Any]:
+        """The embeddings command's settings: the entry less what only the workflow reads."""
+        return {key: value for key, value in self.embeddings[emb].items()
+                if key not in ("dataset", "corpus", "vocab_min_count", "include_queries")}
+
+    def encoder_inputs(self, name: str) -> dict[str, str]:
+        """A study encoder's pre-training inputs: its collection and the word vectors it starts from."""
+        spec = self.plan.encoders[name]
+        return {"collection": f"data/{spec['dataset']}/collection.tsv", "vocab": f"text/{spec['embeddings']}/vocab",
+                "embeddings": f"text/{spec['embeddings']}/embeddings.npy"}
+
+    def encoder_settings(self, name: str) -> dict[str, Any]:
+        return {key: value for key, value in self.plan.encoders[name].items() if key not in ("dataset", "embeddings")}
