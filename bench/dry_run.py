@@ -1,7 +1,7 @@
 """How long Snakemake takes to plan each config (a dry run, ``snakemake -n``): the budget is 10 s.
 
 The paper configs read ir_datasets collections; the dry run must plan them without the data and
-without a network (the test suite checks that it does, tests/test_paper_configs.py), so every run
+without a network (the test suite checks that it does, tests/workflow/test_paper_configs.py), so every run
 here goes through closed proxies too. Each config is planned ``--repeats`` times in a fresh copy-free
 invocation from the repository root; reported: the best and the median wall time.
 

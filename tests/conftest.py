@@ -1,3 +1,8 @@
+"""Shared fixtures, and each test's tier from its folder (README, "Tests"): tests/unit mirrors src/ (seconds,
+no Snakemake, no training to quality), tests/learning (models learn, claims hold: minutes), tests/workflow
+(Snakemake, Slurm, DVC), tests/gpu (CUDA; skipped without a GPU). `pytest -m unit` (or `pytest tests/unit`)
+selects a tier."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -5,10 +10,19 @@ from pathlib import Path
 import pytest
 import yaml
 
+from helpers import REPO
 from rankstudy.config import from_dict
 from rankstudy.datasets.synthetic import SyntheticConfig, generate
 
-REPO = Path(__file__).resolve().parents[1]
+TIERS = ("unit", "learning", "workflow", "gpu")
+
+
+def pytest_collection_modifyitems(items):
+    for item in items:
+        tier = Path(item.fspath).relative_to(REPO / "tests").parts[0]
+        if tier not in TIERS:
+            raise pytest.UsageError(f"{item.fspath}: a test module belongs in one of tests/{{{','.join(TIERS)}}}/")
+        item.add_marker(tier)
 
 
 def study_synthetic_config(name: str) -> SyntheticConfig:
@@ -25,16 +39,3 @@ def passage_data():
 @pytest.fixture(scope="session")
 def document_data():
     return generate(study_synthetic_config("synthetic-doc"), seed=42)
-
-
-@pytest.fixture(scope="session")
-def tiny_study(tmp_path_factory):
-    """The small test configuration (tests/config/tiny.yaml) run once per session, locally, in a fresh
-    workflow copy: test_workflow checks its outputs, test_slurm compares a Slurm run with them,
-    test_dvc pushes and pulls them. Read it or copy it; do not change what is there."""
-    from test_workflow import snakemake, workflow_copy
-
-    work = workflow_copy(tmp_path_factory.mktemp("tiny"))
-    result = snakemake(work, "--cores", "2", "--configfile", "tiny.yaml", timeout=1800)
-    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
-    return work

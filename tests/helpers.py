@@ -1,12 +1,17 @@
-"""Small builders shared by test modules (pytest puts tests/ on sys.path)."""
+"""Small builders shared by test modules (tests/conftest.py puts tests/ on sys.path, whichever tier folder a
+module is in)."""
 
 from __future__ import annotations
 
+import math
 from contextlib import contextmanager
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import torch
+
+REPO = Path(__file__).resolve().parents[1]
 
 
 def metric_csv(path, system, split, values, measures=("AP", "nDCG@10", "RR@10", "P@10"), dataset="d"):
@@ -76,3 +81,74 @@ def assert_drawn(png, pdf=None):
     if pdf is not None:
         with open(pdf, "rb") as handle:
             assert handle.read(5) == b"%PDF-", f"{pdf} is not a PDF"
+
+
+# ---- Choppy's toy ranked lists (unit and learning tests) -----------------------------------------
+GAP = 0.05  # scores of relevant documents lie in (0.55, 1), the others in (0, 0.45)
+SMALL_CHOPPY = dict(d_model=32, heads=4, layers=2, ff_dim=64, dropout=0.0, max_length=32)
+
+
+def toy_lists(n: int, rng: np.random.Generator, width: int = 20):
+    """Lists whose relevant documents are exactly those scoring above 0.5; F1 tables from the labels."""
+    scores = np.zeros((n, width), np.float32)
+    tables = np.zeros((n, width), np.float32)
+    lengths = rng.integers(8, width + 1, n)
+    for q, length in enumerate(lengths):
+        relevant = rng.integers(1, length)
+        high = np.sort(rng.uniform(0.5 + GAP, 1.0, relevant))[::-1]
+        low = np.sort(rng.uniform(0.0, 0.5 - GAP, length - relevant))[::-1]
+        scores[q, :length] = np.concatenate([high, low])
+        scores[q, length:] = scores[q, length - 1]
+        labels = np.arange(length) < relevant
+        hits = np.cumsum(labels)
+        cut = np.arange(1, length + 1)
+        tables[q, :length] = 2 * hits / (cut + labels.sum())  # F1 = 2·tp / (k + |relevant|)
+        tables[q, length:] = tables[q, length - 1]
+    return scores, tables, lengths
+
+
+def offset_lists(n: int, rng: np.random.Generator, width: int = 30, relevant=None, level=None):
+    """BM25-like lists: each at its own level (5 to 40) with a drop of 3 after its k relevant documents.
+
+    The level says nothing about the cut; only the shape does (the failure of issue 19: a Choppy fed raw
+    scores next to N(0, 1) positional embeddings learned one cut for every list)."""
+    relevant = rng.integers(1, 16, n) if relevant is None else np.asarray(relevant)
+    level = rng.uniform(5, 40, (n, 1)) if level is None else np.full((n, 1), level)
+    scores = level + np.where(np.arange(width)[None, :] < relevant[:, None], 3.0, 0.0) + rng.normal(0, 0.3, (n, width))
+    scores = -np.sort(-scores, axis=1)
+    labels = np.arange(width)[None, :] < relevant[:, None]
+    tables = 2 * np.cumsum(labels, 1) / (np.arange(1, width + 1)[None, :] + relevant[:, None])
+    return scores.astype(np.float32), tables.astype(np.float32), np.full(n, width), relevant
+
+
+# ---- embeddings and settings that model tests share --------------------------------------------
+def unit_vectors(angles_deg):
+    """Embedding rows 0 (pad) and 1 (OOV) zero, then 2-d unit vectors at the given angles."""
+    rows = [[0.0, 0.0], [0.0, 0.0]] + [[math.cos(math.radians(a)), math.sin(math.radians(a))] for a in angles_deg]
+    return np.array(rows, dtype=np.float32)
+
+
+def random_embeddings(vocab=60, dim=16, seed=0):
+    matrix = np.random.default_rng(seed).normal(size=(vocab, dim)).astype(np.float32)
+    matrix[:2] = 0
+    return matrix
+
+
+def dense_reference(query, key, value, layout):
+    """Dense attention under a block-sparse layout's mask (what rankstudy.nn.block_sparse must equal)."""
+    scores = query @ key.transpose(-1, -2) / math.sqrt(query.shape[-1])
+    return torch.softmax(scores.masked_fill(~layout.dense_mask().unsqueeze(1), float("-inf")), -1) @ value
+
+
+# small encoders of the long-document BERT baselines (unit tests; the CUDA check runs the same)
+PASSAGES = {"encoder_layers": 1, "passage_length": 8, "passage_stride": 6, "max_passages": 5}
+SPARSE = {"encoder_layers": 1, "max_length": 64, "window": 2, "attention_dropout": 0.0}
+ENCODER_SETTINGS = {
+    "firstp": {"encoder_layers": 1, "passage_length": 8},
+    "maxp": PASSAGES,
+    "parade": PASSAGES,
+    "idcm": {**PASSAGES, "selected_passages": 2, "selector_dim": 16},
+    "longformer": {**SPARSE, "pattern": "longformer"},
+    "bigbird": {**SPARSE, "pattern": "bigbird", "random_keys": 3},
+    "qds": {**SPARSE, "pattern": "qds", "qds_block": 4, "qds_global_blocks": 1},
+}

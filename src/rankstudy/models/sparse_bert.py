@@ -54,7 +54,7 @@ Deliberate choices:
 * Compute is block-sparse (``nn.block_sparse``, as Longformer and BigBird compute it): each query
   block of ``window`` tokens attends its three neighbouring blocks, the global tokens and its random
   keys in one fused SDPA call, global rows attend densely; the result equals dense attention under
-  the mask A (tests/test_block_sparse.py), and time and memory grow linearly in T. The encoder is
+  the mask A (tests/unit/nn/test_block_sparse.py), and time and memory grow linearly in T. The encoder is
   loaded with that attention function registered as its ``attn_implementation``; the pattern
   reaches every layer as the ``sparse_layout`` keyword of the encoder's forward. On a 2-core CPU,
   study-sized encoder, 1,024 tokens, window 64: 2.3–3.2× faster inference and 1.7–2.5× faster

@@ -34,17 +34,17 @@ Threshold 2 (relevant: grade >= 2); nDCG@10 unchanged (graded)
 
 from __future__ import annotations
 
-from pathlib import Path
 
 import pandas as pd
 import pytest
 import pytrec_eval
 
+from helpers import REPO
 from rankstudy.errors import StudyError
 from rankstudy.evaluate import COLUMNS, aggregate, evaluate_run, evaluate_to_csv, read_metrics
 from rankstudy.formats import FormatError, read_qrels, read_run
 
-FIXTURES = Path(__file__).parent / "fixtures" / "eval"
+FIXTURES = REPO / "tests" / "fixtures" / "eval"
 QRELS, RUN = FIXTURES / "qrels.txt", FIXTURES / "run.txt"
 MEASURES = ["AP", "AP@100", "P@10", "RR@10", "nDCG@10", "R@100"]
 ZEROS = dict.fromkeys(MEASURES, 0.0)

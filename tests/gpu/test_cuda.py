@@ -12,8 +12,7 @@ from rankstudy.efficiency import measure_models
 from rankstudy.models import MODELS, build_model
 from rankstudy.nn.block_sparse import SparseLayout, block_count, random_edges, sparse_attention
 from rankstudy.nn.study_encoder import StudyEncoderConfig, build_bert, wordpiece_tokenizer
-from test_block_sparse import dense_reference
-from test_longdoc_bert import SETTINGS as ENCODER_SETTINGS
+from helpers import ENCODER_SETTINGS, dense_reference
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
 

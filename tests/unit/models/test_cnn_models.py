@@ -13,7 +13,7 @@ from helpers import single_thread
 from rankstudy.models.matchpyramid import MatchPyramid, MatchPyramidConfig
 from rankstudy.models.pacrr import PACRR, CoPACRR, CoPACRRConfig, PACRRConfig
 from rankstudy.train.losses import pairwise_margin_loss
-from test_models import random_embeddings, unit_vectors
+from helpers import random_embeddings, unit_vectors
 
 SMALL = {
     "matchpyramid": lambda emb: MatchPyramid(MatchPyramidConfig(

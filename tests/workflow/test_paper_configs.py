@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import REPO
+from helpers import REPO
 from test_workflow import BIN, ENV, job_counts, workflow_copy
 
 PAPER_CONFIGS = ("tk", "tkl", "socialformer", "choppy")
@@ -335,5 +335,5 @@ def test_the_slurm_profile_dry_run_submits_gpu_jobs(offline_workflow):
 
 
 def test_every_paper_config_is_standalone():
-    for path in sorted((Path(__file__).resolve().parents[1] / "config" / "paper").glob("*.yaml")):
+    for path in sorted((REPO / "config" / "paper").glob("*.yaml")):
         assert re.search(r"^standalone: true$", path.read_text(), re.M), path

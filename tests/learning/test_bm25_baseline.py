@@ -15,7 +15,6 @@ from rankstudy import formats
 from rankstudy.evaluate import aggregate, evaluate_run
 from rankstudy.lucene import AnseriniError, build_index, estimate_terms, search
 
-pytestmark = pytest.mark.slow
 
 
 def _ndcg10(tmp_path, index, queries, qrels, name):

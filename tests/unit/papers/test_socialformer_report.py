@@ -4,13 +4,13 @@ document, circle sizes, metric by positive-document length), the CLI and the con
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 import torch
 import yaml
+from helpers import REPO
 from helpers import assert_drawn, metric_csv
 
 from rankstudy.cli import main
@@ -24,7 +24,6 @@ from rankstudy.store import TokenStore, build_store_with
 
 MEASURES = ("RR@100", "RR@10", "nDCG@100", "nDCG@10")
 COLUMNS = [["dev", "RR@100"], ["dev", "RR@10"], ["test", "nDCG@100"], ["test", "nDCG@10"]]
-ROOT = Path(__file__).resolve().parents[1]
 
 
 def system_csvs(path, systems):
@@ -229,18 +228,17 @@ def test_example_config_section_validates_with_defaults():
     from snakemake.exceptions import WorkflowError
     from snakemake.utils import validate
 
-    example = yaml.safe_load((ROOT / "tests/config/socialformer_example.yaml").read_text())
+    example = yaml.safe_load((REPO / "tests/config/socialformer_example.yaml").read_text())
     config = {"socialformer": example["socialformer"]}
-    validate(config, str(ROOT / "workflow/schemas/config.schema.yaml"))
+    validate(config, str(REPO / "workflow/schemas/config.schema.yaml"))
     section = config["socialformer"]
     assert section["columns"] == {"dev": ["RR@100", "RR@10"], "test": ["nDCG@100", "nDCG@10"]}
     assert section["fig4"]["sparsity"] == 0.9 and section["fig5"]["max_circles"] == 32
     assert section["fig5"]["sparsities"] == [0.99, 0.97, 0.95, 0.93] and section["fig6"]["edges"] == [512, 1024, 2048]
     with pytest.raises(WorkflowError):
-        validate({"socialformer": {"fig5": {"sparsity": 0.9}}}, str(ROOT / "workflow/schemas/config.schema.yaml"))
+        validate({"socialformer": {"fig5": {"sparsity": 0.9}}}, str(REPO / "workflow/schemas/config.schema.yaml"))
 
 
-@pytest.mark.slow
 def test_fig4_with_the_encoders_dynamic_centrality(stores, tmp_path):
     """The real pattern (4): MiniLM's [CLS] attention (loads the encoder: seconds)."""
     collection, queries, qrels = stores

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import pytest
 import torch
 
 from rankstudy import formats
@@ -18,7 +17,6 @@ from rankstudy.text.word_store import build_store
 from rankstudy.train.examples import make_triples
 from rankstudy.train.loop import TrainConfig, make_validator, train
 
-pytestmark = pytest.mark.slow
 
 
 def test_trained_tk_beats_bm25_on_synthetic_passages(tmp_path, passage_data):

@@ -10,6 +10,7 @@ import pytest
 import torch
 from torch.nn import functional as F
 
+from helpers import ENCODER_SETTINGS as SETTINGS
 from helpers import single_thread
 from rankstudy.config import ConfigError, from_dict
 from rankstudy.models import MODELS, build_model
@@ -19,19 +20,6 @@ from rankstudy.models.passage_bert import PassageConfig, passage_counts, split_p
 from rankstudy.models.sparse_bert import SparseBertConfig
 from rankstudy.nn.block_sparse import attention_pattern, random_edges
 from rankstudy.nn.pretrained import load_encoder, pair_inputs
-
-PASSAGES = {"encoder_layers": 1, "passage_length": 8, "passage_stride": 6, "max_passages": 5}
-SPARSE = {"encoder_layers": 1, "max_length": 64, "window": 2, "attention_dropout": 0.0}
-SETTINGS = {
-    "firstp": {"encoder_layers": 1, "passage_length": 8},
-    "maxp": PASSAGES,
-    "parade": PASSAGES,
-    "idcm": {**PASSAGES, "selected_passages": 2, "selector_dim": 16},
-    "longformer": {**SPARSE, "pattern": "longformer"},
-    "bigbird": {**SPARSE, "pattern": "bigbird", "random_keys": 3},
-    "qds": {**SPARSE, "pattern": "qds", "qds_block": 4, "qds_global_blocks": 1},
-}
-
 
 @pytest.fixture(autouse=True, scope="module")
 def one_thread():

@@ -8,16 +8,11 @@ import numpy as np
 import pytest
 import torch
 
+from helpers import random_embeddings, unit_vectors
 from rankstudy.models import MODELS, build_model
 from rankstudy.models.base import Ranker
 from rankstudy.models.tk import TK, TKConfig
 from rankstudy.nn.kernels import KernelPooling, default_mus
-
-
-def unit_vectors(angles_deg):
-    """Embedding rows 0 (pad) and 1 (OOV) zero, then 2-d unit vectors at the given angles."""
-    rows = [[0.0, 0.0], [0.0, 0.0]] + [[math.cos(math.radians(a)), math.sin(math.radians(a))] for a in angles_deg]
-    return np.array(rows, dtype=np.float32)
 
 
 def test_default_kernels_are_tks():
@@ -91,12 +86,6 @@ def test_tk_mixes_embedding_and_context():
     expected = (0.3 * embedded + 0.7 * context) * tokens.unsqueeze(-1)
     assert torch.allclose(mixed, expected, atol=1e-6)
     assert torch.all(mixed[0, 3] == 0)  # padding stays zero
-
-
-def random_embeddings(vocab=60, dim=16, seed=0):
-    matrix = np.random.default_rng(seed).normal(size=(vocab, dim)).astype(np.float32)
-    matrix[:2] = 0
-    return matrix
 
 
 MODEL_SETTINGS = [

@@ -3,18 +3,13 @@ attention under the pattern's mask on every real row, whatever the window, globa
 
 from __future__ import annotations
 
-import math
 
 import pytest
 import torch
 
+from helpers import dense_reference
 from rankstudy.nn.block_sparse import (SparseLayout, block_count, block_sparse_attention_forward, random_edges,
                                       sparse_attention)
-
-
-def dense_reference(query, key, value, layout):
-    scores = query @ key.transpose(-1, -2) / math.sqrt(query.shape[-1])
-    return torch.softmax(scores.masked_fill(~layout.dense_mask().unsqueeze(1), float("-inf")), -1) @ value
 
 
 @pytest.mark.parametrize("case", range(12))

@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from conftest import REPO
+from helpers import REPO
 from rankstudy.cli import main
 from rankstudy.errors import StudyError
 from rankstudy.report.reproduction import read_reported, reproduction

@@ -14,9 +14,9 @@ from rankstudy.models import build_model
 from rankstudy.models.drmm import DRMM, DRMMConfig
 from rankstudy.train.losses import pairwise_margin_loss
 from rankstudy.train.loop import train
-from test_models import random_embeddings, unit_vectors
-from test_train import config as train_config
-from test_train import make_toy, triples, validator
+from helpers import random_embeddings, unit_vectors
+from toy_training import config as train_config
+from toy_training import make_toy, triples, validator
 
 
 @pytest.fixture(autouse=True, scope="module")

@@ -11,14 +11,14 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import REPO
+from helpers import REPO
 from test_workflow import BIN, ENV
 
 pytestmark = pytest.mark.slow
 
 DVC_ENV = dict(ENV, DVC_NO_ANALYTICS="1", GIT_AUTHOR_NAME="rankstudy test", GIT_AUTHOR_EMAIL="test@invalid",
                GIT_COMMITTER_NAME="rankstudy test", GIT_COMMITTER_EMAIL="test@invalid")
-# what a checkout of the project holds beside the workflow copy (tests/test_workflow.workflow_copy)
+# what a checkout of the project holds beside the workflow copy (tests/workflow/test_workflow.workflow_copy)
 PROJECT = ["src", "scripts", "dvc.yaml", ".dvc/config", ".dvc/.gitignore", ".dvcignore", ".gitignore",
            "Makefile", "pyproject.toml"]
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from conftest import REPO
+from helpers import REPO
 from helpers import assert_drawn
 
 BIN = Path(sys.executable).parent

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO
+from helpers import REPO
 from test_workflow import BIN, ENV, workflow_copy
 
 pytestmark = [pytest.mark.slow, pytest.mark.slurm]

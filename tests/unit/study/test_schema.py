@@ -5,11 +5,11 @@ not know would fail inside a job; a default that differs would make a run's sett
 workflow or the package filled them in."""
 
 import dataclasses
-from pathlib import Path
 
 import pytest
 import yaml
 
+from helpers import REPO
 from rankstudy.datasets.irds import IrdsConfig
 from rankstudy.datasets.local import LocalConfig
 from rankstudy.datasets.synthetic import SyntheticConfig
@@ -19,7 +19,7 @@ from rankstudy.truncation.bicut import BiCutConfig
 from rankstudy.truncation.experiment import TruncationConfig
 from rankstudy.models.choppy import ChoppyConfig
 
-SCHEMA = yaml.safe_load((Path(__file__).resolve().parents[1] / "workflow/schemas/config.schema.yaml").read_text())
+SCHEMA = yaml.safe_load((REPO / "workflow/schemas/config.schema.yaml").read_text())
 
 
 def section(*path):

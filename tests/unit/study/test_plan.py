@@ -1,16 +1,15 @@
 """The study plan (rankstudy.study): runs (inheritance, names, paths), splits and systems, claims, and the\nchecks across config sections, on configs built in memory (no Snakemake)."""
 
 import re
-from pathlib import Path
 
 import pytest
 import yaml
 
+from helpers import REPO
 from rankstudy.config import ConfigError
 from rankstudy.study import StudyPlan, plan_runs
 from rankstudy.study.checks import check_renamed_keys
 
-ROOT = Path(__file__).resolve().parents[1]
 
 
 def config(**runs):
@@ -105,9 +104,9 @@ def study_config(override=""):
     filled in (what common.smk hands StudyPlan.from_config)."""
     from snakemake.utils import update_config, validate
 
-    settings = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())
+    settings = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
     update_config(settings, yaml.safe_load(override) or {})
-    validate(settings, str(ROOT / "workflow" / "schemas" / "config.schema.yaml"))
+    validate(settings, str(REPO / "workflow" / "schemas" / "config.schema.yaml"))
     return settings
 
 

@@ -1,0 +1,117 @@
+"""Choppy (rankstudy.models.choppy) against its equations: shapes and masks, attention across ranks, the
+expected-metric loss by hand, a gradient step, the score standardisation, determinism."""
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from rankstudy.config import ConfigError, from_dict
+from rankstudy.models.choppy import Choppy, ChoppyConfig, expected_metric_loss, predict_cuts
+from rankstudy.truncation.choppy_train import predict, train_choppy
+
+from helpers import SMALL_CHOPPY as SMALL
+from helpers import toy_lists
+
+
+
+def small_model(seed: int = 0, **overrides) -> Choppy:
+    torch.manual_seed(seed)
+    return Choppy(ChoppyConfig(**{**SMALL, **overrides})).eval()
+
+
+def test_config_validation():
+    assert ChoppyConfig().d_model == 128 and ChoppyConfig().heads == 8 and ChoppyConfig().layers == 3
+    with pytest.raises(ValueError, match="divisible"):
+        ChoppyConfig(d_model=130, heads=8)
+    with pytest.raises(ConfigError, match="unknown key"):
+        from_dict(ChoppyConfig, {"d_modle": 64})
+    with pytest.raises(ConfigError, match="dropout"):
+        from_dict(ChoppyConfig, {"dropout": 1.5})
+
+
+@pytest.mark.parametrize("normalize", [False, True])
+def test_shapes_and_padding_mask(normalize):
+    model = small_model(score_scaling="list" if normalize else "raw")
+    scores = torch.rand(3, 10).sort(dim=1, descending=True).values
+    lengths = torch.tensor([10, 6, 1])
+    logits = model(scores, lengths)
+    assert logits.shape == (3, 10)
+    probabilities = torch.softmax(logits, dim=-1)
+    assert torch.all(probabilities[1, 6:] == 0) and torch.all(probabilities[2, 1:] == 0)
+    assert torch.allclose(probabilities.sum(-1), torch.ones(3))
+    assert torch.all(torch.isinf(logits[1, 6:])) and torch.isfinite(logits[1, :6]).all()
+    changed = scores.clone()
+    changed[1, 6:] = torch.tensor([5.0, -3.0, 0.7, 100.0])
+    changed[2, 1:] = -7.0
+    assert torch.allclose(model(changed, lengths), logits, atol=1e-6)
+
+
+def test_attention_across_ranks_not_across_batch():
+    model = small_model()
+    scores = torch.rand(2, 12).sort(dim=1, descending=True).values
+    lengths = torch.tensor([12, 12])
+    logits = model(scores, lengths)
+    other_list = scores.clone()
+    other_list[1] = torch.rand(12)
+    assert torch.allclose(model(other_list, lengths)[0], logits[0], atol=1e-6)
+    other_rank = scores.clone()
+    other_rank[0, 7] += 0.3
+    changed = model(other_rank, lengths)[0]
+    assert not torch.allclose(changed[:7], logits[0, :7], atol=1e-4)  # earlier ranks see rank 8
+    assert torch.allclose(model(other_rank, lengths)[1], logits[1], atol=1e-6)
+
+
+def test_loss_on_hand_computed_example():
+    logits = torch.tensor([[0.0, math.log(2.0), 9.0], [0.0, 0.0, 0.0]])
+    tables = torch.tensor([[0.3, 0.6, float("nan")], [1.0, 0.0, 0.5]])
+    lengths = torch.tensor([2, 3])
+    # list 0: p = (1/3, 2/3), E[C] = 0.1 + 0.4 = 0.5 (position 3 is padding, its NaN ignored)
+    # list 1: p = 1/3 each,   E[C] = 0.5
+    loss = expected_metric_loss(logits, tables, lengths)
+    assert loss.item() == pytest.approx(-0.5, abs=1e-6)
+    assert Choppy.expected_metric_loss is expected_metric_loss
+
+
+def test_gradient_step_moves_probability_to_best_cut():
+    model = small_model()
+    model.train()
+    scores = torch.rand(4, 8).sort(dim=1, descending=True).values
+    lengths = torch.tensor([8, 8, 6, 5])
+    tables = torch.full((4, 8), 0.2)
+    tables[:, 2] = 1.0  # cutting after rank 3 is best
+    before = torch.softmax(model(scores, lengths), -1)[:, 2].detach()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.05)
+    optimizer.zero_grad()
+    expected_metric_loss(model(scores, lengths), tables, lengths).backward()
+    optimizer.step()
+    after = torch.softmax(model(scores, lengths), -1)[:, 2].detach()
+    assert torch.all(after > before)
+
+
+def test_predict_cuts_is_one_based_argmax():
+    logits = torch.tensor([[0.1, 2.0, -1.0, float("-inf")], [5.0, 0.0, 0.0, 0.0], [0.0, 0.0, 0.0, 3.0]])
+    assert predict_cuts(logits).tolist() == [2, 1, 4]
+
+
+def test_same_seed_same_model():
+    rng = np.random.default_rng(1)
+    train, dev = toy_lists(200, rng), toy_lists(50, rng)
+    cfg = ChoppyConfig(**{**SMALL, "dropout": 0.1, "epochs": 2, "patience": 2})
+    runs = [train_choppy(train, dev, cfg, seed=7, device="cpu") for _ in range(2)]
+    assert runs[0][1] == runs[1][1]
+    first, second = (predict(model, dev[0], dev[2], "cpu") for model, _ in runs)
+    assert np.array_equal(first[0], second[0]) and np.array_equal(first[1], second[1])
+    other = train_choppy(train, dev, cfg, seed=8, device="cpu")[1]
+    assert other != runs[0][1]
+
+
+def test_training_scores_set_the_standardisation():
+    model = small_model()
+    scores = torch.tensor([[30.0, 20.0, 10.0, 10.0], [8.0, 6.0, 99.0, 99.0]])
+    model.fit_score_scale(scores, torch.tensor([3, 2]))  # padding (99) is not a score
+    real = torch.tensor([30.0, 20.0, 10.0, 8.0, 6.0])
+    assert model.score_mean.item() == pytest.approx(real.mean().item())
+    assert model.score_std.item() == pytest.approx(real.std().item())
+    assert "score_mean" in model.state_dict()  # saved with the weights
