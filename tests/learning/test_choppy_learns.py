@@ -1,5 +1,5 @@
 """Choppy learns the cut: on toy lists it beats the best fixed cut and nears the oracle, and on BM25-like
-lists its cut follows each list's scores, not the rank (minutes each)."""
+lists its cut follows each list's scores, not the rank (seconds each)."""
 
 import numpy as np
 import pytest

@@ -117,17 +117,19 @@ def test_preparation_then_the_warm_start_chain_are_scheduled_first(tmp_path):
 
 
 def test_the_extended_config_adds_the_rows_beyond_the_default(tmp_path):
-    """config/extended.yaml, merged over the default: 5 TKL and 5 Socialformer runs more, each trained once and
-    evaluated on dev and test, in the tables the default leaves them out of."""
+    """config/extended.yaml, merged over the default: 5 TKL and 5 Socialformer runs more and DRMM, each trained
+    once and evaluated on dev and test, in the tables the default leaves them out of; Choppy cuts DRMM's lists."""
     work = workflow_copy(tmp_path)
     result = snakemake(work, "-n", "--cores", "2", "--configfile", "config/extended.yaml")
     assert result.returncode == 0, result.stderr
     counts = job_counts(result.stdout + result.stderr)
-    assert (counts["train"], counts["rerank"], counts["tune_depth"], counts["total"]) == \
-        (26 + 10, 53 + 20, 26 + 10, 481)
+    assert (counts["train"], counts["rerank"], counts["tune_depth"], counts["choppy_study"], counts["total"]) == \
+        (26 + 11, 53 + 22, 26 + 11, 2 + 1, 493)
     for run in ("tk-500", "tkl-500", "conv_knrm-1k", "doc-matchpyramid", "doc-co_pacrr",
                 "sf-edge", "sf-idcm", "sf-longformer", "sf-bigbird", "sf-qds"):
         assert re.search(rf"models/synthetic-doc/[\w-]+/{run}/seed42/model.pt", result.stdout), run
+    assert "models/synthetic-passage/drmm/drmm/seed42/model.pt" in result.stdout
+    assert "--run runs/synthetic-passage/drmm.drmm.s42.test.run" in result.stdout
 
 
 def test_lint_is_clean(tmp_path):
