@@ -14,8 +14,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from helpers import REPO
-from helpers import assert_drawn
+from helpers import REPO, assert_drawn
 
 BIN = Path(sys.executable).parent
 ENV = dict(os.environ, PATH=f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}")
@@ -130,6 +129,14 @@ def test_the_extended_config_adds_the_rows_beyond_the_default(tmp_path):
         assert re.search(rf"models/synthetic-doc/[\w-]+/{run}/seed42/model.pt", result.stdout), run
     assert "models/synthetic-passage/drmm/drmm/seed42/model.pt" in result.stdout
     assert "--run runs/synthetic-passage/drmm.drmm.s42.test.run" in result.stdout
+
+
+def test_the_architecture_diagram_is_the_current_rule_graph():
+    sys.path.insert(0, str(REPO / "scripts"))
+    from rulegraph import START, diagram
+
+    documented = (REPO / "docs" / "architecture.md").read_text()
+    assert START + "\n" + diagram() + "\n" in documented, "run: python scripts/rulegraph.py --write docs/architecture.md"
 
 
 def test_lint_is_clean(tmp_path):

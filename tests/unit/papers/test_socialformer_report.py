@@ -10,8 +10,7 @@ import pandas as pd
 import pytest
 import torch
 import yaml
-from helpers import REPO
-from helpers import assert_drawn, metric_csv
+from helpers import REPO, assert_drawn, metric_csv
 
 from rankstudy.cli import main
 from rankstudy.errors import StudyError
