@@ -1,9 +1,10 @@
 """Speed on an idle and on a busy machine: inference and a training step, side by side in one run.
 
-For TK and TKL the project's model is timed against a plain reference with the same weights and
-inputs: TK against the original forward pass (bench/reference_tk.py, no slicing), TKL against the
-same model with slicing and chunk packing off. KNRM, CONV-KNRM, PACRR and BERT[CLS] (MiniLM, as in
-results/efficiency.csv) have no reference here; their rows compare thread settings. A training step
+For TK and TKL the project's model is timed against a plain reference with the same weights, inputs
+and scores: TK against the original forward pass (bench/reference_tk.py), TKL against the same model
+computed as the original lays it out (bench/reference_tkl.py); neither slices the batch. KNRM,
+CONV-KNRM, PACRR and BERT[CLS] (MiniLM, as in results/efficiency.csv) have no reference here; their rows
+compare thread settings. Workers run with the study's AVX2 pins (rankstudy.cpu_isa). A training step
 is what the study's loop does: forward over a batch of pairs, pairwise margin loss, backward, Adam.
 
 Each thread setting runs in its own process (the OpenMP wait policy is read once, when OpenMP
@@ -31,6 +32,8 @@ import sys
 import time
 from pathlib import Path
 
+from rankstudy.cpu_isa import pin_vector_isa
+
 BENCH = Path(__file__).resolve().parent
 SETTINGS = {  # label: (torch threads, extra environment)
     "2 threads": (2, {}),
@@ -51,6 +54,7 @@ def _cases(vocab: int, train_batch: int, tkl_batch: int):
 
     sys.path.insert(0, str(BENCH))
     from reference_tk import ReferenceTK
+    from reference_tkl import ReferenceTKL
 
     from rankstudy.models import build_model
 
@@ -64,12 +68,9 @@ def _cases(vocab: int, train_batch: int, tkl_batch: int):
 
     tk = model("tk", **PAPER_TK)
     tkl = model("tkl", **PAPER_TK)
-    plain_tkl = model("tkl", **PAPER_TK, cpu_slice_tokens=0, cpu_slice_chunks=0)
-    plain_tkl.load_state_dict(tkl.state_dict())
-    plain_tkl._pack = False
     return [
         ("TK @200", tk, ReferenceTK(tk), 8, 200, 64, train_batch),
-        ("TKL @2000", tkl, plain_tkl, 8, 2000, tkl_batch, tkl_batch),
+        ("TKL @2000", tkl, ReferenceTKL(tkl), 8, 2000, tkl_batch, tkl_batch),
         ("KNRM @200", model("knrm"), None, 8, 200, 64, train_batch),
         ("CONV-KNRM @200", model("conv_knrm", filters=128), None, 8, 200, 64, train_batch),
         ("PACRR @200", model("pacrr", max_doc_length=200), None, 8, 200, 64, train_batch),
@@ -152,6 +153,7 @@ def _run_setting(label: str, args) -> list[dict]:
     threads, extra = SETTINGS[label]
     env = {key: value for key, value in os.environ.items() if key != "OMP_WAIT_POLICY"}
     env.update(extra)
+    pin_vector_isa(env)  # the kernels the study's jobs run (python -m rankstudy pins them)
     command = [sys.executable, __file__, "--worker", str(threads), "--rounds", str(args.rounds),
                "--vocab", str(args.vocab), "--train-batch", str(args.train_batch), "--tkl-batch", str(args.tkl_batch)]
     done = subprocess.run(command, env=env, check=True, capture_output=True, text=True)
@@ -184,7 +186,7 @@ def _table(rows: list[dict], args) -> str:
              "",
              "Per model and thread setting: inference documents/ms and training steps/s of the project's model "
              "(best round); beside them, project ÷ reference speed (median over rounds of the ratio in one round; "
-             "TK: the original forward; TKL: no slicing, no packing). `busy`: "
+             "TK: the original forward, bench/reference_tk.py; TKL: as the original lays it out, bench/reference_tkl.py). `busy`: "
              f"{args.load} busy-loop processes beside the benchmark.",
              "",
              "| model | setting | idle docs/ms | busy docs/ms | idle ÷ ref | busy ÷ ref "

@@ -53,6 +53,7 @@ from torch import nn
 from rankstudy.models.base import Ranker
 from rankstudy.nn.embedding import pretrained_embedding, sinusoidal_positions
 from rankstudy.nn.kernels import KernelPooling, cosine_matrix, default_mus, log_soft_tf, match_mask, token_masks
+from rankstudy.nn.slices import map_slices
 from rankstudy.nn.transformer import ProjectedSelfAttention, encoder_forward
 
 
@@ -202,8 +203,7 @@ class TK(Ranker):
     def forward(self, query: torch.Tensor, document: torch.Tensor) -> torch.Tensor:
         size = self.config.cpu_slice_documents
         if not self.training and document.device.type == "cpu" and 0 < size < document.shape[0]:
-            return torch.cat([self._score(query[start:start + size], document[start:start + size])
-                              for start in range(0, document.shape[0], size)])
+            return torch.cat(map_slices(self._score, query, document, size))
         return self._score(query, document)
 
     def _score(self, query: torch.Tensor, document: torch.Tensor) -> torch.Tensor:

@@ -90,6 +90,7 @@ from torch.nn import functional as F
 from rankstudy.models.base import Ranker
 from rankstudy.models.tk import TK, ContextualizerConfig, build_contextualizer
 from rankstudy.nn.kernels import cosine_matrix, token_masks
+from rankstudy.nn.slices import map_slices
 
 SATURATIONS = ("embedding", "log", "linear")
 
@@ -375,8 +376,7 @@ class TKL(Ranker):
         document = self._trim(document)
         size = max(1, self.config.cpu_slice_tokens // max(document.shape[1], 1))
         if self._slicing(document) and self.config.cpu_slice_tokens and size < document.shape[0]:
-            parts = [self._score(query[start:start + size], document[start:start + size])
-                     for start in range(0, document.shape[0], size)]
+            parts = map_slices(self._score, query, document, size)
             return {key: torch.cat([part[key] for part in parts]) for key in parts[0]}
         return self._score(query, document)
 
