@@ -32,7 +32,8 @@ Deliberate choices, following the original code (matchmaker ``TK_v1``) where the
   ``nn.transformer.encoder_forward`` (fused scaled-dot-product attention). At inference, distinct
   queries of a batch are contextualised once and shared (re-ranking scores one query against
   many documents), and on CPU a batch is scored in slices of ``cpu_slice_documents`` so the
-  activations stay in cache; scores equal those of the original computation (tested;
+  activations stay in cache, shared out between the threads (``nn.slices``: each thread scores whole
+  slices on one torch thread); scores equal those of the original computation (tested;
   bench/tk_speed.py measures 1.46× the original forward side by side).
 
 Optional windowed kernel pooling (the notebook's d3 run on documents up to 800 tokens): for each

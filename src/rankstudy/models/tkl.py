@@ -69,7 +69,8 @@ we depart from it:
 
 Efficiency: at inference, distinct queries of a batch are contextualised once; on CPU a batch is
 scored in slices of about ``cpu_slice_tokens`` document positions (8 documents of 2000 tokens,
-4 of 4000: the kernel tensors of a slice keep one size), and the transformer runs over the packed
+4 of 4000: the kernel tensors of a slice keep one size), shared out between the threads
+(``nn.slices``: each thread scores whole slices on one torch thread), and the transformer runs over the packed
 chunks in groups of ``cpu_slice_chunks`` (both measured in bench/tkl_speed.py: the activations
 stay in cache, and their memory is one slice's whatever the batch and the document length).
 Kernel activations are laid out [B, Lq, K, Ld], so the window sums reduce a strided view of the
