@@ -186,7 +186,8 @@ def _table(rows: list[dict], args) -> str:
              "",
              "Per model and thread setting: inference documents/ms and training steps/s of the project's model "
              "(best round); beside them, project ÷ reference speed (median over rounds of the ratio in one round; "
-             "TK: the original forward, bench/reference_tk.py; TKL: as the original lays it out, bench/reference_tkl.py). `busy`: "
+             "TK: the original forward, bench/reference_tk.py; TKL: as the original lays it out, "
+             "bench/reference_tkl.py). `busy`: "
              f"{args.load} busy-loop processes beside the benchmark.",
              "",
              "| model | setting | idle docs/ms | busy docs/ms | idle ÷ ref | busy ÷ ref "

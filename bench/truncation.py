@@ -40,7 +40,8 @@ def today() -> dict:
 
     config = yaml.safe_load(Path("config/config.yaml").read_text())
     choppy = config["choppy"]
-    return {"threads": config["neural"]["threads"], "settings": {k: choppy[k] for k in ("model", "bicut", "bicut_alphas")}}
+    settings = {key: choppy[key] for key in ("model", "bicut", "bicut_alphas")}
+    return {"threads": config["neural"]["threads"], "settings": settings}
 
 
 def write_lists(queries: int, n: int, directory: Path, seed: int = 0) -> tuple[Path, Path]:

@@ -136,7 +136,8 @@ def test_the_architecture_diagram_is_the_current_rule_graph():
     from rulegraph import START, diagram
 
     documented = (REPO / "docs" / "architecture.md").read_text()
-    assert START + "\n" + diagram() + "\n" in documented, "run: python scripts/rulegraph.py --write docs/architecture.md"
+    assert START + "\n" + diagram() + "\n" in documented, \
+        "the rule graph changed: python scripts/rulegraph.py --write docs/architecture.md"
 
 
 def test_lint_is_clean(tmp_path):

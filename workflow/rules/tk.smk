@@ -41,15 +41,7 @@ rule tk_table3_4:
 
 
 rule tk_view:
-    input:
-        models=lambda wc: [f"{RUN[TK_VIEW['run']].model_dir(seed)}/model.pt" for seed in RUN[TK_VIEW["run"]].view_seeds],
-        embeddings=lambda wc: f"text/{RUN[TK_VIEW['run']].embeddings}/embeddings.npy",
-        vocab=lambda wc: f"text/{RUN[TK_VIEW['run']].embeddings}/vocab",
-        collection=lambda wc: f"data/{TK_VIEW['dataset']}/collection.tsv",
-        queries=lambda wc: f"data/{TK_VIEW['dataset']}/queries.test.tsv",
-        qrels=lambda wc: f"data/{TK_VIEW['dataset']}/qrels.test.txt",
-        first_stage=lambda wc: f"runs/{TK_VIEW['dataset']}/{RERANK_FROM}.test.run",
-        neural=lambda wc: f"runs/{TK_VIEW['dataset']}/{TK_VIEW['system']}.test.run",
+    input: unpack(lambda wc: TK.view_inputs())
     output: report("results/tk_view.html", caption="../report/tk_view.rst", category="3. TK")
     log: "logs/report/tk_view.log"
     conda: "../../environment.yml"

@@ -61,7 +61,7 @@ class StudyPlan:
         """neural.encoders: the study's own, built by rule pretrain_encoder."""
         return self.config["neural"]["encoders"]
 
-    # ---- the papers' outputs (one object per paper) ----------------------------------------------
+    # ---- the shared stages and the papers' outputs (one object each) --------------------------------
     @cached_property
     def first_stage(self) -> FirstStage:
         return FirstStage(self)
@@ -171,10 +171,12 @@ class StudyPlan:
     def train_inputs(self, dataset: str, run: str, seed: int | str) -> dict[str, Any]:
         """Files a run's training reads (rule train): its text, examples, dev candidates, encoder."""
         text = f"text/{self.runs[run].embeddings}"
-        return {"embeddings": f"{text}/embeddings.npy", "examples": f"train/{dataset}/{self.runs[run].example_kind}.tsv",
+        return {"embeddings": f"{text}/embeddings.npy",
+                "examples": f"train/{dataset}/{self.runs[run].example_kind}.tsv",
                 "train_queries": f"{text}/{dataset}/queries.train", "documents": f"{text}/{dataset}/collection",
-                "dev_queries": f"{text}/{dataset}/queries.dev", "dev_run": f"runs/{dataset}/{self.rerank_from}.dev.run",
-                "dev_qrels": f"data/{dataset}/qrels.dev.txt", "encoder": self.encoder_inputs(run, seed)}
+                "dev_queries": f"{text}/{dataset}/queries.dev",
+                "dev_run": f"runs/{dataset}/{self.rerank_from}.dev.run", "dev_qrels": f"data/{dataset}/qrels.dev.txt",
+                "encoder": self.encoder_inputs(run, seed)}
 
     def rerank_depth(self, run: str) -> int:
         """How many candidates a run re-ranks: its ``rerank_depth``, else neural.rerank.depth."""
@@ -190,7 +192,8 @@ class StudyPlan:
         text = f"text/{self.runs[run].embeddings}"
         return {"model": f"{self.runs[run].model_dir(seed)}/model.pt", "embeddings": f"{text}/embeddings.npy",
                 "queries": f"{text}/{dataset}/queries.{split}", "documents": f"{text}/{dataset}/collection",
-                "candidates": f"runs/{dataset}/{self.rerank_from}.{split}.run", "encoder": self.encoder_inputs(run, seed)}
+                "candidates": f"runs/{dataset}/{self.rerank_from}.{split}.run",
+                "encoder": self.encoder_inputs(run, seed)}
 
     # ---- claims --------------------------------------------------------------------------------
     def claim_inputs(self) -> list[str]:

@@ -256,6 +256,9 @@ def test_each_paper_plans_its_tables_and_figures():
     assert table2[1]["rerank"] == "tk.p1.best" and table2[1]["full"] == "tk.p1.best-full"
     assert "results/metrics/synthetic-passage/tk.p1.best-full.dev.csv" in plan.tk.table2_metrics()
     assert plan.tk.view_run() == {"run": "p1", "dataset": "synthetic-passage", "system": "tk.p1.best"}
+    view = plan.tk.view_inputs()  # every seed the best-validated run chooses from
+    assert view["models"] == [f"models/synthetic-passage/tk/p1/seed{seed}/model.pt" for seed in (42, 43, 44)]
+    assert view["neural"] == "runs/synthetic-passage/tk.p1.best.test.run"
     assert [table["run"] for table in plan.tk.query_tables()] == ["p1", "d3"]
     tkl_table1 = plan.tkl.table_spec("table1")
     assert [row["label"] for row in tkl_table1["rows"]][:2] == ["BM25", "KNRM"]

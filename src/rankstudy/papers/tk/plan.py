@@ -67,6 +67,18 @@ class TKOutputs:
                 return {"run": name, "dataset": run.datasets[0], "system": run.system}
         return None
 
+    def view_inputs(self) -> dict[str, Any]:
+        """Files the interpretability view reads: the view run's models (the seeds it chooses from), their
+        text, the test split and both runs of it."""
+        view = self.view_run()
+        run, data = self.plan.runs[view["run"]], f"data/{view['dataset']}"
+        return {"models": [f"{run.model_dir(seed)}/model.pt" for seed in run.view_seeds],
+                "embeddings": f"text/{run.embeddings}/embeddings.npy", "vocab": f"text/{run.embeddings}/vocab",
+                "collection": f"{data}/collection.tsv", "queries": f"{data}/queries.test.tsv",
+                "qrels": f"{data}/qrels.test.txt",
+                "first_stage": f"runs/{view['dataset']}/{self.plan.rerank_from}.test.run",
+                "neural": f"runs/{view['dataset']}/{view['system']}.test.run"}
+
     def query_tables(self) -> list[dict[str, str]]:
         """Tables 3-4: neural.query_tables' runs that are in Table 2 and evaluated somewhere, each on its first
         dataset (re-rank task)."""
