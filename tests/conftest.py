@@ -1,11 +1,9 @@
-"""Shared fixtures, and each test's tier from its folder (README, "Tests"): tests/unit mirrors src/ (seconds,
-no Snakemake, no training to quality), tests/learning (models learn, claims hold: minutes), tests/workflow
-(Snakemake, Slurm, DVC), tests/gpu (CUDA; skipped without a GPU). `pytest -m unit` (or `pytest tests/unit`)
-selects a tier."""
+"""Shared fixtures, and each test's tier from its folder (README names each tier's command): tests/unit
+mirrors src/ (seconds, no Snakemake, no training to quality), tests/learning (models learn, claims hold:
+minutes), tests/workflow (Snakemake, Slurm, DVC), tests/gpu (CUDA; skipped without a GPU). `pytest -m unit`
+(or `pytest tests/unit`) selects a tier."""
 
 from __future__ import annotations
-
-from pathlib import Path
 
 import pytest
 import yaml
@@ -19,9 +17,9 @@ TIERS = ("unit", "learning", "workflow", "gpu")
 
 def pytest_collection_modifyitems(items):
     for item in items:
-        tier = Path(item.fspath).relative_to(REPO / "tests").parts[0]
+        tier = item.path.relative_to(REPO / "tests").parts[0]
         if tier not in TIERS:
-            raise pytest.UsageError(f"{item.fspath}: a test module belongs in one of tests/{{{','.join(TIERS)}}}/")
+            raise pytest.UsageError(f"{item.path}: a test module belongs in one of tests/{{{','.join(TIERS)}}}/")
         item.add_marker(tier)
 
 
