@@ -69,12 +69,10 @@ class TKLOutputs(DatasetPaper):
                 for label, run in self.section["compare"].items()}
 
     def run_stores(self, run: str) -> dict[str, str]:
-        """The token stores, word vectors and model with which a run's model reads the dataset's test split."""
-        emb = self.plan.runs[run].embeddings
-        return {"queries": f"text/{emb}/{self.dataset}/queries.test",
-                "documents": f"text/{emb}/{self.dataset}/collection",
-                "embeddings": f"text/{emb}/embeddings.npy",
-                "model": f"{self.plan.runs[run].model_dir(self.plan.runs[run].seeds[0])}/model.pt"}
+        """The token stores, word vectors and model (its first seed's) with which a run's model reads the
+        dataset's test split: those its re-ranking of that split reads."""
+        inputs = self.plan.rerank_inputs(self.dataset, run, self.plan.runs[run].seeds[0], "test")
+        return {key: inputs[key] for key in ("queries", "documents", "embeddings", "model")}
 
     def evidence_spec(self) -> dict[str, Any]:
         caption = ("Relevant test documents ranked in the top 10 by each system, by where their evidence starts "
