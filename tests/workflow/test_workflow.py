@@ -73,25 +73,25 @@ def test_dry_run_lists_the_study_jobs(tmp_path):
         # TK paper: p1 x 3 seeds, p2, d1, d3, knrm, conv_knrm (d2 reuses p1's models on documents);
         # TKL paper: 3 baselines + BERT[CLS], TKL 2k/4k, 2 saturation variants; Socialformer paper: the
         # passage cross-encoder (exported as the others' encoder), node, FirstP, MaxP, PARADE, 5 ablations
-        # (config/extended.yaml adds the other rows)
-        "train": 8 + 8 + 10, "export_encoder": 1,
+        # (config/extended.yaml adds the other rows); Choppy paper: DRMM
+        "train": 8 + 8 + 10 + 1, "export_encoder": 1,
         # TK runs: (p1 x 3, p2, d1, d2 x 3, d3, knrm, conv_knrm) x dev/test; TKL runs: 8 x dev/test;
         # Socialformer runs: 5 x dev/test, the 5 ablations on test only (splits: [test]), so they tune no depth;
-        # the ensemble p3 and p1's best-validated seed tune their own depths for their full tasks
-        "rerank": 22 + 16 + 15, "tune_depth": 11 + 8 + 5 + 2, "full_task": 22 + 16 + 15 + 4, "ensemble": 2,
-        "select_seed": 2, "evaluate": 18 + 46 + 32 + 30 + 6,
+        # the ensemble p3 and p1's best-validated seed tune their own depths for their full tasks; DRMM x dev/test
+        "rerank": 22 + 16 + 15 + 2, "tune_depth": 11 + 8 + 5 + 2 + 1, "full_task": 22 + 16 + 15 + 4 + 2, "ensemble": 2,
+        "select_seed": 2, "evaluate": 18 + 46 + 32 + 30 + 6 + 4,
         "tk_table2": 1, "tk_table3_4": 1, "tk_view": 1, "efficiency": 1,
         # TKL paper: Tables 1-2, the evidence table, Figs. 1-3 (Fig. 3 from TKL's regions)
         "tkl_table": 2, "tkl_evidence": 1, "tkl_fig1": 1, "tkl_fig2": 1, "tkl_regions": 1, "tkl_fig3": 1,
         # Socialformer paper: Tables 1-2, Figs. 4-6, learning curves
         "socialformer_table": 2, "socialformer_fig4": 1, "socialformer_fig5": 1, "socialformer_fig6": 1,
         "socialformer_curves": 1,
-        # Choppy paper: BM25 and TK-ensemble lists, Table 1, Fig. 1 and Fig. 2's grid
-        "choppy_study": 2, "choppy_grid": 2, "choppy_table1": 1, "choppy_fig1": 1, "choppy_fig2": 1,
+        # Choppy paper: BM25, DRMM and TK-ensemble lists, Table 1, Fig. 1 and Fig. 2's grid
+        "choppy_study": 3, "choppy_grid": 3, "choppy_table1": 1, "choppy_fig1": 1, "choppy_fig2": 1,
         # the claims scoreboard, the reproduction report (synthetic data: not comparable) and the
         # expected-results check (docs/claims.md)
         "claims": 1, "reproduction": 1, "check_expected": 1,
-        "all": 1, "total": 381,
+        "all": 1, "total": 393,
     }
 
 
@@ -116,19 +116,17 @@ def test_preparation_then_the_warm_start_chain_are_scheduled_first(tmp_path):
 
 
 def test_the_extended_config_adds_the_rows_beyond_the_default(tmp_path):
-    """config/extended.yaml, merged over the default: 5 TKL and 5 Socialformer runs more and DRMM, each trained
-    once and evaluated on dev and test, in the tables the default leaves them out of; Choppy cuts DRMM's lists."""
+    """config/extended.yaml, merged over the default: 5 TKL and 5 Socialformer runs more, each trained once and
+    evaluated on dev and test, in the tables the default leaves them out of."""
     work = workflow_copy(tmp_path)
     result = snakemake(work, "-n", "--cores", "2", "--configfile", "config/extended.yaml")
     assert result.returncode == 0, result.stderr
     counts = job_counts(result.stdout + result.stderr)
     assert (counts["train"], counts["rerank"], counts["tune_depth"], counts["choppy_study"], counts["total"]) == \
-        (26 + 11, 53 + 22, 26 + 11, 2 + 1, 493)
+        (27 + 10, 55 + 20, 27 + 10, 3, 493)
     for run in ("tk-500", "tkl-500", "conv_knrm-1k", "doc-matchpyramid", "doc-co_pacrr",
                 "sf-edge", "sf-idcm", "sf-longformer", "sf-bigbird", "sf-qds"):
         assert re.search(rf"models/synthetic-doc/[\w-]+/{run}/seed42/model.pt", result.stdout), run
-    assert "models/synthetic-passage/drmm/drmm/seed42/model.pt" in result.stdout
-    assert "--run runs/synthetic-passage/drmm.drmm.s42.test.run" in result.stdout
 
 
 def test_the_architecture_diagram_is_the_current_rule_graph():

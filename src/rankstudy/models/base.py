@@ -19,6 +19,8 @@ class Ranker(nn.Module):
     - ``NEEDS_IDF``: ``build_model`` passes ``idf``, ln(N / df) per token id over the training documents.
     - ``CLS_HEAD``: ``self.score`` reads h_[CLS], so ``export-encoder`` saves it with the encoder and a
       warm-started model first scores as this one.
+    - ``LENGTH_GROUPS``: a training pass may score the documents in groups of similar length, each group padded
+      to its own longest (``train.length_groups``); False where the training output is not per document.
     - ``TOKENIZER``: the ids the model reads: ``"word"`` (the study's vocabulary, with its word vectors)
       or ``"wordpiece"`` (its encoder's own ids, ``rankstudy.text.wordpiece``); training and scoring
       check the token stores against it (``experiment.check_token_stores``).
@@ -27,6 +29,7 @@ class Ranker(nn.Module):
     PARAM_GROUPS: ClassVar[Mapping[str, str]] = {}
     NEEDS_IDF: ClassVar[bool] = False
     CLS_HEAD: ClassVar[bool] = False
+    LENGTH_GROUPS: ClassVar[bool] = True
     TOKENIZER: ClassVar[str] = "word"
 
 

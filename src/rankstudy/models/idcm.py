@@ -140,6 +140,7 @@ class PassageSelector(nn.Module):
 
 class IDCM(PassageRanker):
     NAME = "idcm"
+    LENGTH_GROUPS = False  # the distillation loss is a mean over the pass's documents
 
     def __init__(self, config: IDCMConfig, embeddings=None):
         super().__init__(config, embeddings)

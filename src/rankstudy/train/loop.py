@@ -39,6 +39,7 @@ from rankstudy.formats import Qrels, Run
 from rankstudy.rerank import score_candidates
 from rankstudy.runs import rerank_to_depth
 from rankstudy.tensorfile import load_tensors, save_tensors
+from rankstudy.train.length_groups import score_in_length_groups
 from rankstudy.train.losses import listwise_softmax_ce, pairwise_margin_loss
 
 log = logging.getLogger(__name__)
@@ -75,6 +76,9 @@ class TrainConfig:
     # step as one pass over the whole batch, with a working set that stays in the CPU's cache
     # (bench/micro_batch.py); None = one pass
     micro_batch: int | None = None
+    # a pass scores its documents sorted by length, this many at a time, each group padded to its own
+    # longest (train.length_groups: same scores, less padding); 0 = the whole pass at once
+    length_group: int = 16
 
     def __post_init__(self) -> None:
         if self.optimizer not in OPTIMIZERS:
@@ -107,6 +111,8 @@ class TrainConfig:
         if self.micro_batch is not None and self.query_negatives:
             raise ValueError("micro_batch and query_negatives do not go together: query negatives pair each "
                              "positive with another example's query of the same pass")
+        if not isinstance(self.length_group, int) or isinstance(self.length_group, bool) or self.length_group < 0:
+            raise ValueError(f"length_group must be a non-negative integer, got {self.length_group!r}")
         if self.grad_clip is not None and (not _number(self.grad_clip) or self.grad_clip <= 0):
             raise ValueError(f"grad_clip must be null or a positive number, got {self.grad_clip!r}")
         if self.device != "auto" and self.device.split(":")[0] not in ("cpu", "cuda"):
@@ -194,7 +200,7 @@ def batch_loss(model, batch: Sequence[tuple], listwise: bool, query_store, doc_s
         positives = docs[::per_query] if listwise else docs[:len(batch)]
         queries = torch.cat([queries, query.roll(-1, dims=0)])
         docs = torch.cat([docs, positives])
-    scores = model(queries, docs)
+    scores = score_in_length_groups(model, queries, docs, cfg.length_group)
     swapped = scores[len(docids):]  # [B] with query_negatives, else empty
     if listwise:
         grouped = scores[:len(docids)].view(len(batch), per_query)

@@ -136,7 +136,7 @@ def test_the_default_plan_names_splits_systems_and_claims():
     assert plan.system_splits("bm25", "synthetic-doc") == ["train", "dev", "test"]
     assert plan.eval_splits("synthetic-doc", "sf-random") == ["test"]  # splits: [test]
     assert ("synthetic-passage", "tk.p1.s42-full") in plan.neural_systems()
-    assert plan.choppy.names() == ["bm25", "tk"]
+    assert plan.choppy.names() == ["bm25", "tk", "drmm"]
     claims = {row["id"]: row for row in plan.claims}
     assert claims["tk-beats-bm25"]["a"]["path"] == "results/metrics/synthetic-passage/tk.p1.best.test.csv"
     assert claims["tk-beats-bm25"]["b"]["path"] == "results/metrics/synthetic-passage/bm25.test.csv"
@@ -276,7 +276,7 @@ def test_each_paper_plans_its_tables_and_figures():
 def test_a_paper_whose_dataset_the_study_does_not_run_has_no_outputs():
     plan = StudyPlan.from_config(study_config("first_stage: {datasets: [synthetic-passage]}"))
     assert plan.tkl.outputs() == [] and plan.socialformer.outputs() == []
-    assert plan.choppy.names() == ["tk"]  # its bm25 lists are the document collection's
+    assert plan.choppy.names() == ["tk", "drmm"]  # its bm25 lists are synthetic-lists
     assert plan.headline_tables() == ["results/tables/" + name for name in (
         "first_stage.csv", "tk_table2.csv", "choppy_table1.csv")]
     assert {row["dataset"] for row in plan.tk.table2_rows()} == {"synthetic-passage"}
