@@ -5,7 +5,11 @@ and scores: TK against the original forward pass (bench/reference_tk.py), TKL ag
 computed as the original lays it out (bench/reference_tkl.py); neither slices the batch. KNRM,
 CONV-KNRM, PACRR and BERT[CLS] (MiniLM, as in results/efficiency.csv) have no reference here; their rows
 compare thread settings. Workers run with the study's AVX2 pins (rankstudy.cpu_isa). A training step
-is what the study's loop does: forward over a batch of pairs, pairwise margin loss, backward, Adam.
+is what the study's loop does: forward over a batch of pairs, pairwise margin loss, backward, Adam; the
+project's model scores each pass in length groups (``training.length_group``), the reference the padded pass.
+Every document has the row's length (``@200``, ``@2000``), or, in the "passage lengths" and "document lengths"
+rows, a length drawn as the synthetic passages' (median 61 tokens) and documents' (median 750, up to 2,000;
+passes of 4 pairs as the TKL runs' ``micro_batch``), each batch padded to its longest as the token stores pad.
 
 Each thread setting runs in its own process (the OpenMP wait policy is read once, when OpenMP
 starts): "2 threads" (OpenMP's default: idle threads spin before they sleep), "2 threads passive"
@@ -47,8 +51,14 @@ PAPER_TK = dict(layers=2, heads=10, ff_dim=100)
 # worker: one thread setting, one process
 
 
-def _cases(vocab: int, train_batch: int, tkl_batch: int):
-    """(name, project model, reference model or None, query length, doc length, inference batch)."""
+PASSAGES = (61, 0.5, 10)  # document lengths as the synthetic passages: median, sigma (lognormal), shortest
+DOCUMENTS = (750, 1.05, 150)  # and as the synthetic documents
+
+
+def _cases(vocab: int, train_batch: int, tkl_batch: int) -> list[dict]:
+    """Per case: the project's model, a reference or None, query and document length (the longest, with
+    ``lengths`` drawn as the study's texts up to it, else every document that long), inference batch,
+    training pairs and pairs per forward/backward pass."""
     import numpy as np
     import torch
 
@@ -66,27 +76,55 @@ def _cases(vocab: int, train_batch: int, tkl_batch: int):
         torch.manual_seed(0)
         return build_model(name, settings, vectors)
 
-    tk = model("tk", **PAPER_TK)
-    tkl = model("tkl", **PAPER_TK)
+    def case(name, project, reference, doc_length, batch, pairs, lengths=None, micro=None):
+        return dict(name=name, project=project, reference=reference, query_length=8, doc_length=doc_length,
+                    batch=batch, pairs=pairs, lengths=lengths, micro=micro or pairs)
+
+    tk, tkl = model("tk", **PAPER_TK), model("tkl", **PAPER_TK)
     return [
-        ("TK @200", tk, ReferenceTK(tk), 8, 200, 64, train_batch),
-        ("TKL @2000", tkl, ReferenceTKL(tkl), 8, 2000, tkl_batch, tkl_batch),
-        ("KNRM @200", model("knrm"), None, 8, 200, 64, train_batch),
-        ("CONV-KNRM @200", model("conv_knrm", filters=128), None, 8, 200, 64, train_batch),
-        ("PACRR @200", model("pacrr", max_doc_length=200), None, 8, 200, 64, train_batch),
-        ("BERT[CLS] MiniLM @200", model("bert_cat", encoder="minilm"), None, 8, 200, 64, train_batch // 4),
+        case("TK @200", tk, ReferenceTK(tk), 200, 64, train_batch),
+        case("TK, passage lengths", tk, ReferenceTK(tk), 200, 64, train_batch, PASSAGES),
+        case("TKL @2000", tkl, ReferenceTKL(tkl), 2000, tkl_batch, tkl_batch),
+        case("TKL, document lengths", tkl, ReferenceTKL(tkl), 2000, tkl_batch, tkl_batch, DOCUMENTS, 4),
+        case("KNRM @200", model("knrm"), None, 200, 64, train_batch),
+        case("CONV-KNRM @200", model("conv_knrm", filters=128), None, 200, 64, train_batch),
+        case("PACRR @200", model("pacrr", max_doc_length=200), None, 200, 64, train_batch),
+        case("BERT[CLS] MiniLM @200", model("bert_cat", encoder="minilm"), None, 200, 64, train_batch // 4),
     ]
 
 
-def _timers(model, query_length: int, doc_length: int, batch: int, train_pairs: int, vocab: int):
-    """(time one inference pass, time one training step) for ``model`` on fixed random inputs."""
+def _documents(count: int, longest: int, lengths, vocab: int, generator):
+    """[count, L] random ids: each document ``longest`` tokens, or with ``lengths`` (median, sigma, shortest)
+    drawn lognormal up to ``longest``, padded to the longest drawn (as the token stores pad a batch)."""
+    import numpy as np
     import torch
 
+    if lengths is None:
+        return torch.randint(2, vocab, (count, longest), generator=generator)
+    median, sigma, shortest = lengths
+    drawn = np.clip(np.random.default_rng(2).lognormal(np.log(median), sigma, count), shortest, longest).astype(int)
+    documents = torch.zeros(count, int(drawn.max()), dtype=torch.long)
+    for row, length in enumerate(drawn):
+        documents[row, :length] = torch.randint(2, vocab, (int(length),), generator=generator)
+    return documents
+
+
+def _timers(model, case: dict, vocab: int, length_groups: bool):
+    """(time one inference pass, time one training step) for ``model`` on fixed random inputs. A training step is
+    the study's (train.loop): passes of ``micro`` pairs, each pass padded to its longest document and, for the
+    project's model, scored in length groups (``training.length_group``'s default), its mean loss weighted by
+    its share of the batch, then Adam."""
+    import torch
+
+    from rankstudy.train.length_groups import document_lengths, score_in_length_groups
+    from rankstudy.train.loop import TrainConfig
     from rankstudy.train.losses import pairwise_margin_loss
 
+    group = TrainConfig.length_group if length_groups else 0
+    batch, pairs, micro = case["batch"], case["pairs"], case["micro"]
     generator = torch.Generator().manual_seed(1)
-    query = torch.randint(2, vocab, (1, query_length), generator=generator)
-    documents = torch.randint(2, vocab, (max(batch, 2 * train_pairs), doc_length), generator=generator)
+    query = torch.randint(2, vocab, (1, case["query_length"]), generator=generator)
+    documents = _documents(max(batch, 2 * pairs), case["doc_length"], case["lengths"], vocab, generator)
     optimizer = torch.optim.Adam([p for p in model.parameters() if p.requires_grad], lr=1e-6)
 
     def infer() -> float:
@@ -99,10 +137,14 @@ def _timers(model, query_length: int, doc_length: int, batch: int, train_pairs: 
     def step() -> float:
         model.train()
         start = time.perf_counter()
-        scores = model(query.expand(2 * train_pairs, -1), documents[:2 * train_pairs])
-        loss = pairwise_margin_loss(scores[:train_pairs], scores[train_pairs:])
         optimizer.zero_grad(set_to_none=True)
-        loss.backward()
+        for first in range(0, pairs, micro):
+            rows = [*range(first, first + micro), *range(pairs + first, pairs + first + micro)]
+            passage = documents[rows]
+            passage = passage[:, :int(document_lengths(passage).max())]
+            scores = score_in_length_groups(model, query.expand(len(rows), -1), passage, group)
+            loss = pairwise_margin_loss(scores[:micro], scores[micro:]) * (micro / pairs)
+            loss.backward()
         optimizer.step()
         return time.perf_counter() - start
 
@@ -114,10 +156,10 @@ def worker(threads: int, rounds: int, vocab: int, train_batch: int, tkl_batch: i
 
     torch.set_num_threads(threads)
     rows = []
-    for name, project, reference, query_length, doc_length, batch, pairs in _cases(vocab, train_batch, tkl_batch):
-        timed = {"project": _timers(project, query_length, doc_length, batch, pairs, vocab)}
-        if reference is not None:
-            timed["reference"] = _timers(reference, query_length, doc_length, batch, pairs, vocab)
+    for case in _cases(vocab, train_batch, tkl_batch):
+        timed = {"project": _timers(case["project"], case, vocab, length_groups=True)}
+        if case["reference"] is not None:
+            timed["reference"] = _timers(case["reference"], case, vocab, length_groups=False)
         jobs = [(who, kind, timers[index]) for who, timers in timed.items()
                 for index, kind in enumerate(("infer", "step"))]
         times: dict[tuple, list[float]] = {(who, kind): [] for who, kind, _ in jobs}
@@ -127,7 +169,7 @@ def worker(threads: int, rounds: int, vocab: int, train_batch: int, tkl_batch: i
                 elapsed = run()
                 if round_:
                     times[(who, kind)].append(elapsed)
-        row = {"model": name, "batch": batch, "train_pairs": pairs,
+        row = {"model": case["name"], "batch": case["batch"], "train_pairs": case["pairs"],
                "cpu_s": time.process_time() - cpu_start}
         for (who, kind), values in times.items():
             row[f"{who}_{kind}_best"] = min(values)

@@ -310,6 +310,7 @@ def test_choppy_lists_the_robust04_truncation_job(dry_runs):
     assert settings["model"] == {"d_model": 128, "heads": 8, "layers": 3, "ff_dim": 128, "dropout": 0.1, "lr": 3e-4,
                                   "batch_size": 16, "epochs": 100, "patience": 15, "score_scaling": "train",
                                   "position_init_std": 0.02}
+    assert settings["bicut"] == {"hidden": 128, "layers": 2, "dropout": 0.4, "epochs": 50}  # a multi-layer BiLSTM
     assert job.resources["gpu"] == "1"
 
 
