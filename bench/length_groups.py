@@ -30,9 +30,10 @@ import torch  # noqa: E402
 
 from rankstudy.models import build_model  # noqa: E402
 from rankstudy.train.length_groups import score_in_length_groups  # noqa: E402
+from rankstudy.train.loop import TrainConfig  # noqa: E402
 from rankstudy.train.losses import pairwise_margin_loss  # noqa: E402
 
-GROUP = 16
+GROUP = TrainConfig.length_group  # the study's default
 MODELS = {  # label: (registry name, settings)
     "TK": ("tk", dict(layers=1, heads=4, ff_dim=64, train_embeddings=False)),
     "KNRM": ("knrm", dict(train_embeddings=False)),

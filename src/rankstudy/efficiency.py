@@ -8,9 +8,10 @@ timed forward passes after a warm-up, in inference mode. On CUDA, the peak memor
 ``torch.cuda.max_memory_allocated``; on CPU, the process's peak RSS above its RSS once torch is
 imported (model, embeddings and activations; inference only, measured before training). Then
 ``repeats`` training steps as the study's loop takes them (``train_batch`` pairs: forward in length
-groups of ``training.length_group``'s default, pairwise margin loss, backward, Adam), after a warm-up step. A model entry may override
-``batch``, ``doc_length``, ``train_batch`` (long-document models are measured at their own
-lengths) and ``repeats`` (a TKL training step at 4,000 tokens takes half a minute on one CPU core).
+groups of ``training.length_group``'s default, pairwise margin loss, backward, Adam), after a warm-up
+step. A model entry may override ``batch``, ``doc_length``, ``train_batch`` (long-document models are
+measured at their own lengths) and ``repeats`` (a TKL training step at 4,000 tokens takes half a minute
+on one CPU core).
 Each row records the settings it ran with: torch threads, the OpenMP wait policy (the CLI sets
 ``PASSIVE``: docs/neural.md, "Threads on a shared machine") and torch's vector instruction set (the
 CLI pins AVX2: ``rankstudy.cpu_isa``).

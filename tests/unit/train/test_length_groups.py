@@ -58,7 +58,8 @@ def test_one_call_without_groups():
         assert len(model.calls) == 1 and model.calls[0] is documents
 
 
-@pytest.mark.parametrize("name, settings", [("tk", {"layers": 1, "heads": 2, "ff_dim": 8}), ("conv_knrm", {"filters": 8})])
+@pytest.mark.parametrize("name, settings", [("tk", {"layers": 1, "heads": 2, "ff_dim": 8}),
+                                            ("conv_knrm", {"filters": 8})])
 def test_scores_and_gradients_equal_the_padded_pass(name, settings):
     """The models mask padding, so cutting it changes neither a score nor the gradient (up to rounding)."""
     queries, documents = padded_batch([12, 3, 30, 7, 7, 18, 2, 25], seed=1)
