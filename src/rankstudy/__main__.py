@@ -13,6 +13,12 @@ from rankstudy.cpu_isa import pin_vector_isa  # noqa: E402
 
 pin_vector_isa()
 
+# Freed tensor memory stays in the process for the next step instead of being faulted in anew
+# (rankstudy.malloc; bench/results/malloc.md); RANKSTUDY_MALLOC=system opts out.
+from rankstudy.malloc import keep_freed_memory  # noqa: E402
+
+keep_freed_memory()
+
 from rankstudy.cli import main  # noqa: E402
 
 raise SystemExit(main())

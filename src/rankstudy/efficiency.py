@@ -13,8 +13,8 @@ step. A model entry may override ``batch``, ``doc_length``, ``train_batch`` (lon
 measured at their own lengths) and ``repeats`` (a TKL training step at 4,000 tokens takes half a minute
 on one CPU core).
 Each row records the settings it ran with: torch threads, the OpenMP wait policy (the CLI sets
-``PASSIVE``: docs/neural.md, "Threads on a shared machine") and torch's vector instruction set (the
-CLI pins AVX2: ``rankstudy.cpu_isa``).
+``PASSIVE``: docs/neural.md, "Threads on a shared machine"), torch's vector instruction set (the
+CLI pins AVX2: ``rankstudy.cpu_isa``) and the allocator setting (``malloc``: ``rankstudy.malloc``).
 """
 
 from __future__ import annotations
@@ -51,8 +51,10 @@ def _current_rss_mb() -> float:
 def _measure(name: str, settings: Mapping[str, Any], setup: Mapping[str, Any]) -> dict:
     import torch
 
+    from rankstudy.malloc import keep_freed_memory
     from rankstudy.models import build_model
 
+    malloc = keep_freed_memory()  # a spawned process: the CLI's allocator setting, as the study's jobs run
     setup = {**setup, **{key: settings[key] for key in SETUP_OVERRIDES if key in settings}}
     baseline = _current_rss_mb()
     torch.set_num_threads(setup["threads"])
@@ -83,7 +85,7 @@ def _measure(name: str, settings: Mapping[str, Any], setup: Mapping[str, Any]) -
     peak = (torch.cuda.max_memory_allocated(device) / 2**20 if device.type == "cuda" else _peak_rss_mb() - baseline)
     step_seconds = _training_step_seconds(model, query[:1], rng, setup, device)
     return {"model": name, "device": device.type, "threads": setup["threads"],
-            "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY", "default"),
+            "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY", "default"), "malloc": malloc,
             "cpu_capability": torch.backends.cpu.get_cpu_capability(), "batch": setup["batch"],
             "doc_length": setup["doc_length"], "dim": setup["dim"], "train_batch": setup["train_batch"],
             "repeats": setup["repeats"], "docs_per_ms": setup["batch"] / (statistics.median(times) * 1000),

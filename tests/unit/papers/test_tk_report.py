@@ -136,3 +136,4 @@ def test_efficiency_measures_every_model():
     assert (table["docs_per_ms"] > 0).all() and (table["peak_memory_mb"] >= 0).all()
     assert (table["train_steps_per_s"] > 0).all() and (table["threads"] == 1).all()
     assert table["omp_wait_policy"].notna().all() and table["cpu_capability"].notna().all()
+    assert set(table["malloc"]) <= {"heap", "system"}
