@@ -4,7 +4,8 @@ For TK and TKL the project's model is timed against a plain reference with the s
 and scores: TK against the original forward pass (bench/reference_tk.py), TKL against the same model
 computed as the original lays it out (bench/reference_tkl.py); neither slices the batch. KNRM,
 CONV-KNRM, PACRR and BERT[CLS] (MiniLM, as in results/efficiency.csv) have no reference here; their rows
-compare thread settings. Workers run with the study's AVX2 pins (rankstudy.cpu_isa). A training step
+compare thread settings. Workers run with the study's AVX2 pins (rankstudy.cpu_isa) and its allocator setting
+(rankstudy.malloc: project and reference alike, they share a process). A training step
 is what the study's loop does: forward over a batch of pairs, pairwise margin loss, backward, Adam; the
 project's model scores each pass in length groups (``training.length_group``), the reference the padded pass.
 Every document has the row's length (``@200``, ``@2000``), or, in the "passage lengths" and "document lengths"
@@ -20,7 +21,8 @@ run once per round, in reverse order every other round, so a change in load hits
 reported: the best round's time per document (or per step) and the median over rounds of the
 project/reference ratio measured in the same round.
 
-Usage: python bench/busy_speed.py [--rounds 5] [--load 4] [--out bench/results/busy_speed.md]
+Usage: python bench/busy_speed.py [--rounds 5] [--load 4] [--models NAME ...] [--settings LABEL ...]
+                                  [--out bench/results/busy_speed.md]
 """
 
 from __future__ import annotations
@@ -151,12 +153,17 @@ def _timers(model, case: dict, vocab: int, length_groups: bool):
     return infer, step
 
 
-def worker(threads: int, rounds: int, vocab: int, train_batch: int, tkl_batch: int) -> list[dict]:
+def worker(threads: int, rounds: int, vocab: int, train_batch: int, tkl_batch: int, models: list[str]) -> list[dict]:
     import torch
 
+    from rankstudy.malloc import keep_freed_memory
+
+    keep_freed_memory()
     torch.set_num_threads(threads)
     rows = []
     for case in _cases(vocab, train_batch, tkl_batch):
+        if not any(part in case["name"] for part in models):
+            continue
         timed = {"project": _timers(case["project"], case, vocab, length_groups=True)}
         if case["reference"] is not None:
             timed["reference"] = _timers(case["reference"], case, vocab, length_groups=False)
@@ -197,7 +204,8 @@ def _run_setting(label: str, args) -> list[dict]:
     env.update(extra)
     pin_vector_isa(env)  # the kernels the study's jobs run (python -m rankstudy pins them)
     command = [sys.executable, __file__, "--worker", str(threads), "--rounds", str(args.rounds),
-               "--vocab", str(args.vocab), "--train-batch", str(args.train_batch), "--tkl-batch", str(args.tkl_batch)]
+               "--vocab", str(args.vocab), "--train-batch", str(args.train_batch), "--tkl-batch", str(args.tkl_batch),
+               "--models", *args.models]
     done = subprocess.run(command, env=env, check=True, capture_output=True, text=True)
     return [dict(row, setting=label) for row in json.loads(done.stdout.splitlines()[-1])]
 
@@ -212,7 +220,7 @@ def measure(args) -> list[dict]:
             for process in load:
                 process.start()
         try:
-            for label in SETTINGS:
+            for label in args.settings:
                 print(f"{condition}: {label} (load average {os.getloadavg()[0]:.1f})", file=sys.stderr, flush=True)
                 rows += [dict(row, condition=condition) for row in _run_setting(label, args)]
         finally:
@@ -223,7 +231,10 @@ def measure(args) -> list[dict]:
 
 
 def _table(rows: list[dict], args) -> str:
-    lines = [f"# python bench/busy_speed.py --rounds {args.rounds} --load {args.load}: "
+    defaults = {"models": [""], "settings": list(SETTINGS)}
+    subset = "".join(f" --{key} " + " ".join(f"'{value}'" for value in getattr(args, key))
+                     for key, default in defaults.items() if getattr(args, key) != default)
+    lines = [f"# python bench/busy_speed.py --rounds {args.rounds} --load {args.load}{subset}: "
              f"{platform.machine()}, {os.cpu_count()} CPUs, {time.strftime('%Y-%m-%d')}",
              "",
              "Per model and thread setting: inference documents/ms and training steps/s of the project's model "
@@ -238,7 +249,7 @@ def _table(rows: list[dict], args) -> str:
     by_key = {(row["model"], row["setting"], row["condition"]): row for row in rows}
     models = list(dict.fromkeys(row["model"] for row in rows))
     for model in models:
-        for setting in SETTINGS:
+        for setting in args.settings:
             cells = []
             idle, busy = by_key[(model, setting, "idle")], by_key[(model, setting, "busy")]
             cells += [f"{row['batch'] / (row['project_infer_best'] * 1000):.4f}" for row in (idle, busy)]
@@ -258,10 +269,12 @@ def main() -> int:
     parser.add_argument("--vocab", type=int, default=30000)
     parser.add_argument("--train-batch", type=int, default=32, help="training pairs per step (config: batch_size)")
     parser.add_argument("--tkl-batch", type=int, default=16, help="TKL inference documents and training pairs")
+    parser.add_argument("--models", nargs="+", default=[""], help="the rows whose model contains one of these")
+    parser.add_argument("--settings", nargs="+", choices=SETTINGS, default=list(SETTINGS))
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
     if args.worker is not None:
-        print(json.dumps(worker(args.worker, args.rounds, args.vocab, args.train_batch, args.tkl_batch)))
+        print(json.dumps(worker(args.worker, args.rounds, args.vocab, args.train_batch, args.tkl_batch, args.models)))
         return 0
     rows = measure(args)
     table = _table(rows, args)

@@ -76,6 +76,15 @@ stay in cache, and their memory is one slice's whatever the batch and the docume
 Kernel activations are laid out [B, Lq, K, Ld], so the window sums reduce a strided view of the
 last dimension: no [B, Lq, windows, 30, K] tensor exists; in training their gradient is itself a window
 sum (``strided_window_sums``) rather than autograd's scatter of every window (bench/train_step.py).
+
+Training with ``region_backward`` (the default): the score (7) reads 3 regions of a document, each 38 tokens
+(a window and its ±2 neighbours), so only the chunks holding those tokens — at most 2 per region, 6 of the
+50 chunks of 2,000 tokens — get a gradient. A training pass therefore runs (2)-(7) once without autograd
+over every chunk to choose the regions, then again with autograd over those chunks only (the other
+positions' cosines enter as constants): the same score and gradients up to rounding (tested), while the
+transformer's backward pass, the bulk of a step, covers a few chunks per document
+(bench/results/busy_speed.md). With dropout the two passes would draw other masks, so a model with
+dropout trains with the single pass.
 """
 
 from __future__ import annotations
@@ -156,6 +165,9 @@ class TKLConfig(ContextualizerConfig):
     # at once); scores are the same, the activations stay in cache (bench/tkl_speed.py).
     cpu_slice_tokens: int = 16000
     cpu_slice_chunks: int = 32
+    # training: autograd over the chunks that the chosen regions read only (the others' gradient is 0); the
+    # regions are chosen in a forward pass without autograd first. Used where dropout is 0.
+    region_backward: bool = True
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -223,16 +235,19 @@ class TKL(Ranker):
         padded = F.pad(document, (overlap, chunks * size + overlap - document.shape[1]))
         return padded.unfold(1, size + 2 * overlap, size)
 
-    def _packed_chunks(self, document: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    def _packed_chunks(self, document: torch.Tensor,
+                       only: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
         """(ids of the chunks to contextualise [N, chunk + 2·overlap], kept-chunk mask [B, C]):
-        chunks whose central tokens are all padding are skipped (unless ``_pack`` is off); packed
-        chunk n is the n-th True of the mask in row-major order."""
+        chunks whose central tokens are all padding are skipped (unless ``_pack`` is off), and with
+        ``only`` [B, C] those it leaves out; packed chunk n is the n-th True of the mask in row-major order."""
         size, overlap = self.config.chunk_size, self.config.overlap
         chunks = self._chunk(document)
         if self._pack:
             keep = (chunks[:, :, overlap:overlap + size] != 0).any(2)
         else:
             keep = torch.ones(chunks.shape[:2], dtype=torch.bool, device=document.device)
+        if only is not None:
+            keep &= only
         return chunks[keep], keep
 
     def _chunk_groups(self, packed: torch.Tensor):
@@ -254,20 +269,27 @@ class TKL(Ranker):
         return torch.cat([self._contextualize_chunks(chunks) for _, chunks in self._chunk_groups(packed)]), keep
 
     # (3) ---------------------------------------------------------------------------------
-    def match_document(self, query: torch.Tensor, document: torch.Tensor) -> torch.Tensor:
+    def match_document(self, query: torch.Tensor, document: torch.Tensor, only: torch.Tensor | None = None,
+                       base: torch.Tensor | None = None) -> torch.Tensor:
         """Cosine matrix [B, Lq, Ld] of contextualised query terms and re-joined document tokens
-        (0 at padding; only kept chunks are computed)."""
-        packed, keep = self._packed_chunks(document)
-        if packed.shape[0] == 0:  # no real token in the batch
-            return query.new_zeros(query.shape[0], query.shape[1], document.shape[1])
-        owners = keep.nonzero()[:, 0]  # document of each packed chunk
-        cosine = torch.cat([cosine_matrix(query[owners[start:start + len(chunks)]], self._contextualize_chunks(chunks))
-                            for start, chunks in self._chunk_groups(packed)])  # [N, Lq, chunk]
-        batch, n_chunks = keep.shape
-        joined = cosine.new_zeros(batch * n_chunks, query.shape[1], self.config.chunk_size)
-        joined[keep.view(-1)] = cosine
-        joined = joined.view(batch, n_chunks, query.shape[1], -1).transpose(1, 2)
-        return joined.reshape(batch, query.shape[1], -1)[:, :, : document.shape[1]]
+        (0 at padding; only kept chunks are computed). With ``only`` [B, C], the chunks it marks are
+        computed and the others' positions read ``base`` [B, Lq, Ld]."""
+        packed, keep = self._packed_chunks(document, only)
+        batch, terms, length, size = query.shape[0], query.shape[1], document.shape[1], self.config.chunk_size
+        n_chunks = keep.shape[1]
+        if base is None:
+            joined = query.new_zeros(batch * n_chunks, terms, size)
+        else:  # [B, Lq, Ld] -> one row of chunk-size positions per chunk, [B·C, Lq, chunk]
+            joined = F.pad(base, (0, n_chunks * size - length)).view(batch, terms, n_chunks, size)
+            joined = joined.transpose(1, 2).reshape(batch * n_chunks, terms, size)
+        if packed.shape[0]:  # a real token in the batch
+            owners = keep.nonzero()[:, 0]  # document of each packed chunk
+            cosine = torch.cat([cosine_matrix(query[owners[start:start + len(chunks)]],
+                                              self._contextualize_chunks(chunks))
+                                for start, chunks in self._chunk_groups(packed)])  # [N, Lq, chunk]
+            joined = joined.index_put((keep.view(-1),), cosine)
+        joined = joined.view(batch, n_chunks, terms, size).transpose(1, 2)
+        return joined.reshape(batch, terms, -1)[:, :, :length]
 
     def kernel_activations(self, cosine: torch.Tensor, matchable: torch.Tensor) -> torch.Tensor:
         """K_k(M_ij) with unmatchable document tokens masked: cosine [B, Lq, Ld], matchable
@@ -305,10 +327,12 @@ class TKL(Ranker):
 
     # (6) ---------------------------------------------------------------------------------
     def window_scores(self, query_ids: torch.Tensor, query: torch.Tensor, query_match: torch.Tensor,
-                      document: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """(r_w [B, W], window has a real token [B, W]) for contextualised query terms."""
+                      document: torch.Tensor, cosine: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+        """(r_w [B, W], window has a real token [B, W]) for contextualised query terms (and their cosine
+        matrix with the document, ``match_document``'s, where already computed)."""
         tokens, matchable = token_masks(document)
-        activations = self.kernel_activations(self.match_document(query, document), matchable)
+        cosine = self.match_document(query, document) if cosine is None else cosine
+        activations = self.kernel_activations(cosine, matchable)
         soft_tf = self.window_sums(activations)  # [B, Lq, K, W]
         window_tokens = torch.round(self.window_sums(tokens))  # [B, W]
         saturated = self.saturate(soft_tf, query_ids, window_tokens)
@@ -367,11 +391,27 @@ class TKL(Ranker):
     def _score(self, query: torch.Tensor, document: torch.Tensor) -> dict[str, torch.Tensor]:
         q, _, q_match = self._contextualize_queries(query)
         document = self._trim(document)
-        scores, valid = self.window_scores(query, q, q_match, document)
-        chosen, found = self.select_regions(scores, valid)
+        length = token_masks(document)[0].cumsum(1).argmax(1) + 1
+        if self.config.region_backward and not self.config.dropout and self.training and torch.is_grad_enabled():
+            with torch.no_grad():  # (2)-(7) without autograd: which regions score
+                cosine = self.match_document(q, document)
+                chosen, found = self.select_regions(*self.window_scores(query, q, q_match, document, cosine))
+            # with autograd, the chunks the regions read; the others' cosines stay constants
+            cosine = self.match_document(q, document, self._region_chunks(self.region_spans(chosen, found, length),
+                                                                          document.shape[1]), cosine)
+            scores, valid = self.window_scores(query, q, q_match, document, cosine)
+        else:
+            scores, valid = self.window_scores(query, q, q_match, document)
+            chosen, found = self.select_regions(scores, valid)
         features = self._region_features(scores, valid, chosen, found)
-        return {"score": self.region_weights(features).squeeze(1), "chosen": chosen, "found": found,
-                "length": token_masks(document)[0].cumsum(1).argmax(1) + 1}
+        return {"score": self.region_weights(features).squeeze(1), "chosen": chosen, "found": found, "length": length}
+
+    def _region_chunks(self, spans: torch.Tensor, length: int) -> torch.Tensor:
+        """Chunks [B, C] (bool) whose central tokens overlap a region's token span (spans [B, R, 2], −1: none)."""
+        size = self.config.chunk_size
+        first = torch.arange(0, -(-length // size) * size, size, device=spans.device)  # each chunk's first token
+        start, end = spans[..., :1], spans[..., 1:]  # [B, R, 1]
+        return ((start >= 0) & (start < first + size) & (end > first)).any(1)
 
     def _sliced(self, query: torch.Tensor, document: torch.Tensor) -> dict[str, torch.Tensor]:
         document = self._trim(document)

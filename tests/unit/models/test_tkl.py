@@ -74,6 +74,45 @@ def test_cpu_slices_and_training_path_give_the_same_scores():
     assert torch.allclose(whole(query, document), expected, atol=1e-5)
 
 
+@pytest.mark.parametrize("region_start", ["zero", "repeat"])
+def test_region_backward_gives_the_full_backwards_scores_and_gradients_from_fewer_chunks(region_start, monkeypatch):
+    """region_backward: the transformer's backward pass runs over the chunks the chosen regions read only;
+    the score and every parameter's gradient are the full pass's (up to rounding)."""
+    document = document_batch([400, 45, 330, 7, 260], 420)
+    query = torch.cat([QUERY.repeat(3, 1), torch.tensor([[7, 8, 0, 0, 0]] * 2)])
+    results = []
+    for region_backward in (False, True):
+        model = tiny(region_start=region_start, region_backward=region_backward).train()
+        contextualised = []
+        contextualize_chunks = model._contextualize_chunks
+        monkeypatch.setattr(model, "_contextualize_chunks",
+                            lambda chunks: contextualised.append(len(chunks)) or contextualize_chunks(chunks))
+        scores = model(query, document)
+        (scores * torch.arange(1.0, 6.0)).sum().backward()
+        results.append((scores.detach(), {name: p.grad for name, p in model.named_parameters()}, contextualised))
+    (full_scores, full_grads, full_chunks), (scores, grads, chunks) = results
+    assert torch.allclose(scores, full_scores, atol=1e-5)
+    assert full_grads.keys() == grads.keys()
+    for name, grad in full_grads.items():
+        assert (grad is None) == (grads[name] is None), name
+        if grad is not None:
+            assert torch.allclose(grads[name], grad, atol=1e-5, rtol=1e-4), name
+    assert full_chunks == [29] and chunks[0] == 29  # every kept chunk (10 + 2 + 9 + 1 + 7), once without autograd
+    # then with autograd those of 3 regions of 38 tokens, at most 2 chunks each: 6 + 2 + 6 + 1 + 6
+    assert len(chunks) == 2 and chunks[1] <= 21
+
+
+def test_with_dropout_training_takes_the_single_pass(monkeypatch):
+    """Two passes would draw two dropout masks: a model with dropout contextualises every chunk once, with autograd."""
+    model = tiny(dropout=0.1).train()
+    contextualised = []
+    contextualize_chunks = model._contextualize_chunks
+    monkeypatch.setattr(model, "_contextualize_chunks",
+                        lambda chunks: contextualised.append(len(chunks)) or contextualize_chunks(chunks))
+    model(QUERY.repeat(2, 1), document_batch([400, 45], 420))
+    assert contextualised == [12]
+
+
 @pytest.mark.parametrize("pack", [True, False])
 def test_more_padding_does_not_change_a_documents_score_or_regions(pack):
     model = tiny()
