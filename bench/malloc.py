@@ -2,9 +2,9 @@
 
 The allocator setting is per process, so every (case, setting) runs in a fresh worker process; each round runs
 both settings of a case one after the other, in alternating order, and the ratio is the median over rounds of
-system ÷ heap time in the same round. A worker times ``--steps`` steps after one warm-up step and reports their
-median, its peak resident memory (``ru_maxrss``) and the page faults per step (``ru_minflt``: a fault is a
-fresh page touched, the cost the setting removes). Workers pin the AVX2 kernels and, for 2 threads, the
+system ÷ heap time in the same round. A worker times ``--steps`` steps (bench/busy_speed.py's training step
+or inference pass) after one warm-up step and reports their median, its peak resident memory (``ru_maxrss``)
+and the page faults per step (``ru_minflt``: a fault is a fresh page touched, the cost the setting removes). Workers pin the AVX2 kernels and, for 2 threads, the
 passive OpenMP wait policy, as ``python -m rankstudy`` does.
 
 Cases: the default study's TK and TKL training steps (64-d word vectors, 1 layer, 4 heads, ff 64, frozen
@@ -13,7 +13,8 @@ tkl-2k run), TKL at the paper's size (300-d, 2 layers, 10 heads, ff 100; 16 pair
 bench/busy_speed.py's "TKL @2000" step) and its inference over 16 documents, and BERT[CLS] (MiniLM) on 8
 pairs of 200 tokens.
 
-Usage: python bench/malloc.py [--rounds 3] [--steps 3] [--threads 1 2] [--cases NAME ...] [--out bench/results/malloc.md]
+Usage: python bench/malloc.py [--rounds 3] [--steps 3] [--threads 1 2] [--cases NAME ...]
+                              [--out bench/results/malloc.md]
 """
 
 from __future__ import annotations
@@ -45,50 +46,26 @@ CASES = {  # name: (model, settings, vector dim, pairs, pairs per pass, longest 
 
 
 def worker(case: str, steps: int) -> dict:
+    """The case's step (or inference pass) as bench/busy_speed.py times it, ``steps`` times after a warm-up."""
     import numpy as np
     import torch
 
     sys.path.insert(0, str(BENCH))
-    from busy_speed import _documents
+    from busy_speed import _timers
 
     from rankstudy.models import build_model
-    from rankstudy.train.length_groups import document_lengths, score_in_length_groups
-    from rankstudy.train.loop import TrainConfig
-    from rankstudy.train.losses import pairwise_margin_loss
 
     name, settings, dim, pairs, micro, longest, lengths, inference = CASES[case]
     vectors = np.random.default_rng(0).standard_normal((VOCAB, dim), dtype=np.float32)
     vectors[:2] = 0
     torch.manual_seed(0)
     model = build_model(name, settings, vectors)
-    generator = torch.Generator().manual_seed(1)
-    query = torch.randint(2, VOCAB, (1, 8), generator=generator)
-    documents = _documents(2 * pairs, longest, lengths, VOCAB, generator)
-    optimizer = torch.optim.Adam([p for p in model.parameters() if p.requires_grad], lr=1e-6)
-
-    def infer() -> None:
-        model.eval()
-        with torch.inference_mode():
-            model(query.expand(len(documents), -1), documents)
-
-    def step() -> None:  # as train.loop: passes of ``micro`` pairs, length groups, Adam
-        model.train()
-        optimizer.zero_grad(set_to_none=True)
-        for first in range(0, pairs, micro):
-            rows = [*range(first, first + micro), *range(pairs + first, pairs + first + micro)]
-            batch = documents[rows]
-            batch = batch[:, :int(document_lengths(batch).max())]
-            scores = score_in_length_groups(model, query.expand(len(rows), -1), batch, TrainConfig.length_group)
-            (pairwise_margin_loss(scores[:micro], scores[micro:]) * (micro / pairs)).backward()
-        optimizer.step()
-
+    infer, step = _timers(model, dict(query_length=8, doc_length=longest, lengths=lengths, batch=2 * pairs,
+                                      pairs=pairs, micro=micro), VOCAB, length_groups=True)
     run = infer if inference else step
     run()  # warm-up
-    times, faults = [], resource.getrusage(resource.RUSAGE_SELF).ru_minflt
-    for _ in range(steps):
-        start = time.perf_counter()
-        run()
-        times.append(time.perf_counter() - start)
+    faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+    times = [run() for _ in range(steps)]
     usage = resource.getrusage(resource.RUSAGE_SELF)
     return {"seconds": statistics.median(times), "peak_rss_mb": usage.ru_maxrss / 1024,
             "faults_per_step": (usage.ru_minflt - faults) / steps}
