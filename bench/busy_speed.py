@@ -114,11 +114,12 @@ def _documents(count: int, longest: int, lengths, vocab: int, generator):
 def _timers(model, case: dict, vocab: int, length_groups: bool):
     """(time one inference pass, time one training step) for ``model`` on fixed random inputs. A training step is
     the study's (train.loop): passes of ``micro`` pairs, each pass padded to its longest document and, for the
-    project's model, scored in length groups (``training.length_group``'s default), its mean loss weighted by
-    its share of the batch, then Adam."""
+    project's model, scored in length groups (``training.length_group``'s default; with several threads, the
+    groups' forward and backward passes on separate threads: ``backward_in_length_groups``), its mean loss
+    weighted by its share of the batch, then Adam."""
     import torch
 
-    from rankstudy.train.length_groups import document_lengths, score_in_length_groups
+    from rankstudy.train.length_groups import backward_in_length_groups, document_lengths
     from rankstudy.train.loop import TrainConfig
     from rankstudy.train.losses import pairwise_margin_loss
 
@@ -144,9 +145,8 @@ def _timers(model, case: dict, vocab: int, length_groups: bool):
             rows = [*range(first, first + micro), *range(pairs + first, pairs + first + micro)]
             passage = documents[rows]
             passage = passage[:, :int(document_lengths(passage).max())]
-            scores = score_in_length_groups(model, query.expand(len(rows), -1), passage, group)
-            loss = pairwise_margin_loss(scores[:micro], scores[micro:]) * (micro / pairs)
-            loss.backward()
+            backward_in_length_groups(model, query.expand(len(rows), -1), passage, group,
+                                      lambda s: pairwise_margin_loss(s[:micro], s[micro:]) * (micro / pairs))
         optimizer.step()
         return time.perf_counter() - start
 

@@ -1,10 +1,13 @@
-"""Shared slices against one-after-another slices: TK and TKL at 2 threads, side by side in one process.
+"""Work shared between threads against every op on both threads: TK and TKL at 2 threads, side by side in one
+process.
 
-``rankstudy.nn.slices.map_slices`` shares a CPU batch's slices out between the torch threads, each scoring
-whole slices on one thread; before it, the slices ran one after another, every op on both threads. This
-times both on the same model and inputs, idle and beside ``--load`` busy loops, rounds interleaved, and
-reports the median ratio (run with ``OMP_WAIT_POLICY=PASSIVE``, as ``python -m rankstudy`` sets it; the
-study's AVX2 pins are applied here).
+Inference: ``rankstudy.nn.slices.map_slices`` shares a CPU batch's slices out between the torch threads, each
+scoring whole slices on one thread; before it, the slices ran one after another, every op on both threads.
+Training: ``train.length_groups.backward_in_length_groups`` runs a pass's length groups forward and backward on
+separate threads; before it, the groups ran one after another and one backward pass followed (``THREAD_GROUPS``
+off on the model). This times both ways on the same model and inputs, idle and beside ``--load`` busy loops,
+rounds interleaved, and reports the median ratio (run with ``OMP_WAIT_POLICY=PASSIVE``, as ``python -m
+rankstudy`` sets it; the study's AVX2 pins and the CLI's allocator setting are applied here).
 
     OMP_WAIT_POLICY=PASSIVE python bench/slice_threads.py [--rounds 7] [--load 4]
 """
@@ -18,8 +21,10 @@ import statistics
 import time
 
 from rankstudy.cpu_isa import pin_vector_isa
+from rankstudy.malloc import keep_freed_memory
 
 pin_vector_isa(os.environ)  # before torch loads
+keep_freed_memory()  # as python -m rankstudy
 
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
@@ -28,6 +33,8 @@ import rankstudy.models.tk as tk_module  # noqa: E402
 import rankstudy.models.tkl as tkl_module  # noqa: E402
 from rankstudy.models import build_model  # noqa: E402
 from rankstudy.nn.slices import map_slices  # noqa: E402
+from rankstudy.train.length_groups import backward_in_length_groups  # noqa: E402
+from rankstudy.train.losses import pairwise_margin_loss  # noqa: E402
 
 
 def one_after_another(score, query, document, size):
@@ -37,6 +44,23 @@ def one_after_another(score, query, document, size):
 def _busy(deadline: float) -> None:
     while time.time() < deadline:
         pass
+
+
+def _interleaved(run, ways, rounds: int) -> dict:
+    """Seconds of ``run(way)`` per way over ``rounds`` rounds (after a warm-up), the ways' order alternating."""
+    for way in ways:
+        run(way)
+    times = {way: [] for way in ways}
+    for round_ in range(rounds):
+        for way in (ways if round_ % 2 else ways[::-1]):
+            times[way].append(run(way))
+    return times
+
+
+def _row(name: str, condition: str, times: dict, unit: float) -> str:
+    shared, plain = times.values()
+    ratio = statistics.median(b / a for a, b in zip(shared, plain))
+    return f"| {name} | {condition} | {unit / min(shared):.4f} | {unit / min(plain):.4f} | {ratio:.2f}× |"
 
 
 def main() -> int:
@@ -55,7 +79,7 @@ def main() -> int:
         torch.manual_seed(0)
         cases.append((name, build_model(model, paper, vectors).eval(), batch,
                       torch.randint(2, 30000, (batch, length), generator=generator)))
-    print("| model | condition | shared docs/ms | one after another docs/ms | shared ÷ one after another |\n"
+    print("| model | condition | shared | every op on both threads | shared ÷ every op on both |\n"
           "|---|---|---:|---:|---:|")
     for condition in ("idle", "busy"):
         load = [multiprocessing.Process(target=_busy, args=(time.time() + 900,), daemon=True)
@@ -63,21 +87,31 @@ def main() -> int:
         for process in load:
             process.start()
         for name, model, batch, documents in cases:
-            def timed(mapper) -> float:
+            def infer(mapper) -> float:
                 tk_module.map_slices = tkl_module.map_slices = mapper  # the name the models call
                 with torch.inference_mode():
                     start = time.perf_counter()
                     model(query.expand(batch, -1), documents)
                     return time.perf_counter() - start
 
-            timed(map_slices), timed(one_after_another)  # warm-up
-            times = {map_slices: [], one_after_another: []}
-            for round_ in range(args.rounds):
-                for mapper in (list(times) if round_ % 2 else list(times)[::-1]):
-                    times[mapper].append(timed(mapper))
-            ratio = statistics.median(b / a for a, b in zip(times[map_slices], times[one_after_another]))
-            print(f"| {name} | {condition} | {batch / min(times[map_slices]) / 1000:.4f} "
-                  f"| {batch / min(times[one_after_another]) / 1000:.4f} | {ratio:.2f}× |", flush=True)
+            print(_row(f"{name} inference, docs/ms", condition,
+                       _interleaved(infer, [map_slices, one_after_another], args.rounds), batch / 1000), flush=True)
+        for (name, model, batch, documents), pairs in zip(cases, (32, 16)):  # pairs per step as bench/busy_speed.py
+            optimizer = torch.optim.Adam([p for p in model.parameters() if p.requires_grad], lr=1e-6)
+            passage = documents.repeat(2, 1)[:2 * pairs]
+
+            def step(threaded: bool) -> float:
+                model.train().THREAD_GROUPS = threaded
+                start = time.perf_counter()
+                optimizer.zero_grad(set_to_none=True)
+                backward_in_length_groups(model, query.expand(2 * pairs, -1), passage, 16,
+                                          lambda s: pairwise_margin_loss(s[:pairs], s[pairs:]))
+                optimizer.step()
+                return time.perf_counter() - start
+
+            print(_row(f"{name} training step ({pairs} pairs), steps/s", condition,
+                       _interleaved(step, [True, False], args.rounds), 1.0), flush=True)
+            model.eval()
         for process in load:
             process.terminate()
     tk_module.map_slices = tkl_module.map_slices = map_slices

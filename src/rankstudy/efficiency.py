@@ -8,10 +8,10 @@ timed forward passes after a warm-up, in inference mode. On CUDA, the peak memor
 ``torch.cuda.max_memory_allocated``; on CPU, the process's peak RSS above its RSS once torch is
 imported (model, embeddings and activations; inference only, measured before training). Then
 ``repeats`` training steps as the study's loop takes them (``train_batch`` pairs: forward in length
-groups of ``training.length_group``'s default, pairwise margin loss, backward, Adam), after a warm-up
-step. A model entry may override ``batch``, ``doc_length``, ``train_batch`` (long-document models are
-measured at their own lengths) and ``repeats`` (a TKL training step at 4,000 tokens takes half a minute
-on one CPU core).
+groups of ``training.length_group``'s default, pairwise margin loss, backward, Adam; with several threads
+the groups on separate threads, ``train.length_groups``), after a warm-up step. A model entry may override
+``batch``, ``doc_length``, ``train_batch`` (long-document models are measured at their own lengths) and
+``repeats`` (a TKL training step at 4,000 tokens takes half a minute on one CPU core).
 Each row records the settings it ran with: torch threads, the OpenMP wait policy (the CLI sets
 ``PASSIVE``: docs/neural.md, "Threads on a shared machine"), torch's vector instruction set (the
 CLI pins AVX2: ``rankstudy.cpu_isa``) and the allocator setting (``malloc``: ``rankstudy.malloc``).
@@ -96,7 +96,7 @@ def _training_step_seconds(model, query, rng, setup: Mapping[str, Any], device) 
     """Seconds of each of ``repeats`` training steps (after one warm-up step) on random pairs."""
     import torch
 
-    from rankstudy.train.length_groups import score_in_length_groups
+    from rankstudy.train.length_groups import backward_in_length_groups
     from rankstudy.train.loop import TrainConfig
     from rankstudy.train.losses import pairwise_margin_loss
 
@@ -110,10 +110,9 @@ def _training_step_seconds(model, query, rng, setup: Mapping[str, Any], device) 
         if device.type == "cuda":
             torch.cuda.synchronize(device)
         start = time.perf_counter()
-        scores = score_in_length_groups(model, queries, documents, TrainConfig.length_group)
-        loss = pairwise_margin_loss(scores[:pairs], scores[pairs:])
         optimizer.zero_grad(set_to_none=True)
-        loss.backward()
+        backward_in_length_groups(model, queries, documents, TrainConfig.length_group,
+                                  lambda scores: pairwise_margin_loss(scores[:pairs], scores[pairs:]))
         optimizer.step()
         if device.type == "cuda":
             torch.cuda.synchronize(device)

@@ -21,6 +21,9 @@ class Ranker(nn.Module):
       warm-started model first scores as this one.
     - ``LENGTH_GROUPS``: a training pass may score the documents in groups of similar length, each group padded
       to its own longest (``train.length_groups``); False where the training output is not per document.
+    - ``THREAD_GROUPS``: with several torch threads, a training pass's length groups may run forward and backward
+      on separate threads (``train.length_groups.backward_in_length_groups``): the forward pass changes no
+      module state, and draws random numbers only through dropout (checked at run time).
     - ``TOKENIZER``: the ids the model reads: ``"word"`` (the study's vocabulary, with its word vectors)
       or ``"wordpiece"`` (its encoder's own ids, ``rankstudy.text.wordpiece``); training and scoring
       check the token stores against it (``experiment.check_token_stores``).
@@ -30,6 +33,7 @@ class Ranker(nn.Module):
     NEEDS_IDF: ClassVar[bool] = False
     CLS_HEAD: ClassVar[bool] = False
     LENGTH_GROUPS: ClassVar[bool] = True
+    THREAD_GROUPS: ClassVar[bool] = False
     TOKENIZER: ClassVar[str] = "word"
 
 

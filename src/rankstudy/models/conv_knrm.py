@@ -39,6 +39,7 @@ class ConvKNRMConfig(KernelModelConfig):
 
 
 class ConvKNRM(Ranker):
+    THREAD_GROUPS = True  # training's length groups may run on separate threads (models/base.py)
     PARAM_GROUPS = {"embedding.": "embeddings"}
 
     def __init__(self, config: ConvKNRMConfig, embeddings: np.ndarray):

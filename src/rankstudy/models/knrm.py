@@ -34,6 +34,7 @@ class KNRMConfig(KernelModelConfig):
 
 
 class KNRM(Ranker):
+    THREAD_GROUPS = True  # training's length groups may run on separate threads (models/base.py)
     PARAM_GROUPS = {"embedding.": "embeddings"}
 
     def __init__(self, config: KNRMConfig, embeddings: np.ndarray):

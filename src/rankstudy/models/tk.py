@@ -137,6 +137,7 @@ def build_contextualizer(model: nn.Module, config: ContextualizerConfig, embeddi
 
 
 class TK(Ranker):
+    THREAD_GROUPS = True  # training's length groups may run on separate threads (models/base.py)
     PARAM_GROUPS = {"embedding.": "embeddings", "contextualizer.": "contextualizer"}
 
     def __init__(self, config: TKConfig, embeddings: np.ndarray):

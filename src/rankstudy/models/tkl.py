@@ -189,6 +189,7 @@ class TKLConfig(ContextualizerConfig):
 
 
 class TKL(Ranker):
+    THREAD_GROUPS = True  # training's length groups may run on separate threads (models/base.py)
     PARAM_GROUPS = {"embedding.": "embeddings", "contextualizer.": "contextualizer"}
     NEEDS_IDF = True  # training builds it with the collection's IDF (the salience e_i's initial values)
 

@@ -1,4 +1,5 @@
-"""Scoring a CPU batch in slices of documents, the slices shared out between threads.
+"""Work shared out between threads that each run on one torch thread: a CPU batch's slices of documents at
+inference, a training pass's length groups (``train.length_groups``).
 
 TK and TKL score a CPU batch a few documents at a time so that the activations stay in cache. With
 more than one torch thread, running every small op of every slice on all threads makes each op a
@@ -13,41 +14,48 @@ under load.
 from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
-from typing import Callable, TypeVar
+from typing import Callable, Sequence, TypeVar
 
 import torch
 
+Item = TypeVar("Item")
 Result = TypeVar("Result")
 
 
-def map_slices(score: Callable[[torch.Tensor, torch.Tensor], Result], query: torch.Tensor, document: torch.Tensor,
-               size: int) -> list[Result]:
-    """``score(query[s:s + size], document[s:s + size])`` for consecutive slices of ``size`` documents, in
-    order; with more than one torch thread the slices are split between that many threads."""
-    starts = list(range(0, document.shape[0], size))
-    configured = torch.get_num_threads()
-    threads = min(configured, len(starts))
-    results: list = [None] * len(starts)
+def map_on_threads(function: Callable[[Item], Result], shares: Sequence[Sequence[Item]]) -> list[list[Result]]:
+    """``[[function(item) for item in share] for share in shares]``, each share on its own thread (the first
+    on the caller's) with one torch thread; the caller's grad and inference modes hold on every thread."""
+    results: list = [None] * len(shares)
     grad, inference = torch.is_grad_enabled(), torch.is_inference_mode_enabled()  # thread-local: passed on
 
-    def run(indices: range) -> None:
+    def run(index: int) -> None:
         with torch.inference_mode(inference), torch.set_grad_enabled(grad):
-            for index in indices:
-                start = starts[index]
-                results[index] = score(query[start:start + size], document[start:start + size])
+            results[index] = [function(item) for item in shares[index]]
 
-    if threads <= 1:
-        run(range(len(starts)))
-        return results
-    share = -(-len(starts) // threads)  # consecutive slices per thread
-    groups = [range(first, min(first + share, len(starts))) for first in range(0, len(starts), share)]
+    if len(shares) <= 1:
+        return [[function(item) for item in share] for share in shares]
+    configured = torch.get_num_threads()
     torch.set_num_threads(1)  # read by every thread's ops (ATen applies it to a new thread's first op)
     try:
-        with ThreadPoolExecutor(len(groups) - 1) as pool:
-            others = [pool.submit(run, group) for group in groups[1:]]
-            run(groups[0])
+        with ThreadPoolExecutor(len(shares) - 1) as pool:
+            others = [pool.submit(run, index) for index in range(1, len(shares))]
+            run(0)
             for other in others:
                 other.result()
     finally:
         torch.set_num_threads(configured)
     return results
+
+
+def map_slices(score: Callable[[torch.Tensor, torch.Tensor], Result], query: torch.Tensor, document: torch.Tensor,
+               size: int) -> list[Result]:
+    """``score(query[s:s + size], document[s:s + size])`` for consecutive slices of ``size`` documents, in
+    order; with more than one torch thread the slices are split between that many threads, in consecutive runs."""
+    starts = list(range(0, document.shape[0], size))
+    threads = min(torch.get_num_threads(), len(starts))
+    if threads <= 1:
+        return [score(query[start:start + size], document[start:start + size]) for start in starts]
+    share = -(-len(starts) // threads)  # consecutive slices per thread
+    shares = [starts[first:first + share] for first in range(0, len(starts), share)]
+    results = map_on_threads(lambda start: score(query[start:start + size], document[start:start + size]), shares)
+    return [result for share_results in results for result in share_results]

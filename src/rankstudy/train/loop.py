@@ -39,7 +39,7 @@ from rankstudy.formats import Qrels, Run
 from rankstudy.rerank import score_candidates
 from rankstudy.runs import rerank_to_depth
 from rankstudy.tensorfile import load_tensors, save_tensors
-from rankstudy.train.length_groups import score_in_length_groups
+from rankstudy.train.length_groups import backward_in_length_groups, score_in_length_groups
 from rankstudy.train.losses import listwise_softmax_ce, pairwise_margin_loss
 
 log = logging.getLogger(__name__)
@@ -178,9 +178,10 @@ class BatchOrder:
         return self._perm[i * self.size:(i + 1) * self.size]
 
 
-def batch_loss(model, batch: Sequence[tuple], listwise: bool, query_store, doc_store,
-               cfg: TrainConfig, device: torch.device) -> torch.Tensor:
-    """Score a batch's positives and negatives in one forward pass and return the loss.
+def batch_pass(batch: Sequence[tuple], listwise: bool, query_store, doc_store, cfg: TrainConfig,
+               device: torch.device) -> tuple[torch.Tensor, torch.Tensor, Callable[[torch.Tensor], torch.Tensor]]:
+    """A batch's training pass: (query ids, document ids, the loss of their scores), the positives and negatives
+    scored in one forward pass.
 
     ``cfg.query_negatives``: every positive d+_i is also scored with the next example's query
     q_{i+1} (cyclically; a different query whenever the batch has several) as one more negative of
@@ -200,13 +201,24 @@ def batch_loss(model, batch: Sequence[tuple], listwise: bool, query_store, doc_s
         positives = docs[::per_query] if listwise else docs[:len(batch)]
         queries = torch.cat([queries, query.roll(-1, dims=0)])
         docs = torch.cat([docs, positives])
-    scores = score_in_length_groups(model, queries, docs, cfg.length_group)
-    swapped = scores[len(docids):]  # [B] with query_negatives, else empty
-    if listwise:
-        grouped = scores[:len(docids)].view(len(batch), per_query)
-        return listwise_softmax_ce(torch.cat([grouped, swapped.unsqueeze(1)], 1) if cfg.query_negatives else grouped)
-    loss = pairwise_margin_loss(scores[:len(batch)], scores[len(batch):len(docids)])
-    return loss + pairwise_margin_loss(scores[:len(batch)], swapped) if cfg.query_negatives else loss
+
+    def loss_of(scores: torch.Tensor) -> torch.Tensor:
+        swapped = scores[len(docids):]  # [B] with query_negatives, else empty
+        if listwise:
+            grouped = scores[:len(docids)].view(len(batch), per_query)
+            return listwise_softmax_ce(torch.cat([grouped, swapped.unsqueeze(1)], 1) if cfg.query_negatives
+                                       else grouped)
+        loss = pairwise_margin_loss(scores[:len(batch)], scores[len(batch):len(docids)])
+        return loss + pairwise_margin_loss(scores[:len(batch)], swapped) if cfg.query_negatives else loss
+
+    return queries, docs, loss_of
+
+
+def batch_loss(model, batch: Sequence[tuple], listwise: bool, query_store, doc_store,
+               cfg: TrainConfig, device: torch.device) -> torch.Tensor:
+    """The loss of a batch's training pass (``batch_pass``), scored in length groups."""
+    queries, docs, loss_of = batch_pass(batch, listwise, query_store, doc_store, cfg, device)
+    return loss_of(score_in_length_groups(model, queries, docs, cfg.length_group))
 
 
 def make_validator(run: Run, qrels: Qrels, query_store, doc_store, cfg: TrainConfig,
@@ -392,17 +404,18 @@ def _loop(model, optimizer, examples, listwise, query_store, doc_store, validate
 
 def _backward(model, batch, listwise, query_store, doc_store, cfg, device, step: int) -> float:
     """Accumulate the gradient of the batch's mean loss, ``cfg.micro_batch`` examples per pass (each
-    part's mean loss weighted by its share of the batch); returns the batch's loss."""
+    part's mean loss weighted by its share of the batch; ``backward_in_length_groups``); returns the batch's
+    loss."""
     size = cfg.micro_batch or len(batch)
     total = 0.0
     for start in range(0, len(batch), size):
         part = batch[start:start + size]
-        loss = batch_loss(model, part, listwise, query_store, doc_store, cfg, device)
+        queries, docs, loss_of = batch_pass(part, listwise, query_store, doc_store, cfg, device)
+        share = len(part) / len(batch)
+        loss = backward_in_length_groups(model, queries, docs, cfg.length_group,
+                                         loss_of if share == 1 else lambda scores: loss_of(scores) * share)
         if not torch.isfinite(loss):
             raise StudyError(f"the training loss is {loss.item()} at step {step}")
-        if len(part) < len(batch):
-            loss = loss * (len(part) / len(batch))
-        loss.backward()
         total += loss.item()
     return total
 

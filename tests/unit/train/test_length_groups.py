@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+
 import pytest
 import torch
 
@@ -11,7 +13,8 @@ from rankstudy.models import build_model
 from rankstudy.models.base import Ranker
 from rankstudy.models.idcm import IDCM
 from rankstudy.models.tk import TK
-from rankstudy.train.length_groups import document_lengths, score_in_length_groups
+from rankstudy.train.length_groups import (_shares, backward_in_length_groups, document_lengths, length_groups,
+                                          score_in_length_groups)
 from rankstudy.train.loop import TrainConfig
 
 
@@ -84,3 +87,65 @@ def test_config_rejects_a_negative_group():
     assert from_dict(TrainConfig, base, "training").length_group == 16
     with pytest.raises(ConfigError, match="length_group"):
         from_dict(TrainConfig, {**base, "length_group": -1}, "training")
+
+
+# --- a training pass's length groups on separate threads (backward_in_length_groups) ----------
+
+@pytest.fixture
+def threads():
+    before = torch.get_num_threads()
+    yield torch.set_num_threads
+    torch.set_num_threads(before)
+
+
+def threaded_pass(name, settings, queries, documents, size=3, seed=0):
+    """(loss, parameter gradients, threads that ran the forward passes) of one pass with a weighted loss,
+    added to gradients already there (as a micro-batch's)."""
+    torch.manual_seed(seed)
+    model = build_model(name, settings, random_embeddings()).train()
+    parameters = [p for p in model.parameters() if p.requires_grad]
+    for parameter in parameters:
+        parameter.grad = torch.full_like(parameter, 0.5)
+    seen = set()
+    model.register_forward_hook(lambda *_: seen.add((threading.get_ident(), torch.get_num_threads())))
+    weights = torch.linspace(-1.0, 2.0, len(documents))
+    loss = backward_in_length_groups(model, queries, documents, size, lambda scores: (scores * weights).sum())
+    return loss, [p.grad.clone() for p in parameters], seen
+
+
+MODELS = [("tk", {"layers": 1, "heads": 2, "ff_dim": 8}), ("tkl", {"layers": 1, "heads": 2, "ff_dim": 8}),
+          ("knrm", {}), ("conv_knrm", {"filters": 8})]
+
+
+@pytest.mark.parametrize("name, settings", MODELS)
+def test_groups_on_two_threads_give_the_one_thread_loss_and_gradients(threads, name, settings):
+    queries, documents = padded_batch([12, 3, 30, 7, 7, 18, 2, 25, 9, 14], seed=1)
+    threads(1)
+    one_loss, one_grads, one_seen = threaded_pass(name, settings, queries, documents)
+    threads(2)
+    two_loss, two_grads, two_seen = threaded_pass(name, settings, queries, documents)
+    again = threaded_pass(name, settings, queries, documents)
+    assert len(one_seen) == 1 and len(two_seen) == 2 and {count for _, count in two_seen} == {1}
+    assert torch.equal(two_loss, one_loss)  # each group's forward pass ran on one torch thread, as here
+    assert all(torch.allclose(two, one, rtol=1e-5, atol=1e-6) for two, one in zip(two_grads, one_grads))
+    assert torch.equal(again[0], two_loss) and all(torch.equal(a, b) for a, b in zip(again[1], two_grads))
+    assert torch.get_num_threads() == 2
+
+
+def test_dropout_keeps_the_pass_on_the_callers_threads(threads):
+    """Threads would draw the dropout masks in whatever order they run: the pass stays one."""
+    queries, documents = padded_batch([12, 3, 30, 7, 7, 18, 2, 25], seed=1)
+    threads(2)
+    _, _, seen = threaded_pass("tk", {"layers": 1, "heads": 2, "ff_dim": 8, "dropout": 0.1}, queries, documents)
+    assert seen == {(threading.get_ident(), 2)}
+
+
+def test_threads_share_the_groups_by_their_work():
+    documents = torch.ones(7, 40, dtype=torch.long)
+    for row, length in enumerate([40, 2, 3, 38, 4, 39, 5]):
+        documents[row, length:] = 0
+    groups, order = length_groups(documents, 2)
+    assert [(rows.tolist(), longest) for rows, longest in groups] == [([1, 2], 3), ([4, 6], 5), ([3, 5], 39),
+                                                                      ([0], 40)]
+    assert _shares(groups, 2) == [[2], [0, 1, 3]]  # work 78 | 6 + 10 + 40: the same split on every run
+    assert _shares(groups, 8) == [[2], [3], [1], [0]]

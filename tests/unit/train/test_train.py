@@ -10,11 +10,12 @@ import pytest
 import torch
 from torch import nn
 
-from helpers import FakeStore
+from helpers import FakeStore, random_embeddings
 from toy_training import ToyRanker, config, fit, groups, make_toy, read_log, triples, validator
 from rankstudy.config import ConfigError, from_dict
 from rankstudy.errors import StudyError
 from rankstudy.formats import FormatError
+from rankstudy.models import build_model
 from rankstudy.train import examples as ex
 from rankstudy.train.losses import listwise_softmax_ce, pairwise_margin_loss
 from rankstudy.train.loop import (BatchOrder, TrainConfig, TrainingInterrupted, batch_loss, make_validator,
@@ -238,6 +239,32 @@ def test_micro_batches_take_the_same_steps_as_one_pass(toy, tmp_path, listwise):
         if listwise and name == "out.bias":  # softmax is shift-invariant: its gradient is float noise, which Adam scales up
             continue
         torch.testing.assert_close(micro.state_dict()[name], value, rtol=1e-4, atol=1e-5)
+
+
+def test_tk_trains_on_two_threads_as_on_one(toy, tmp_path):
+    """With two torch threads a pass's length groups run forward and backward on separate threads
+    (train.length_groups): the same run twice gives the same weights, a one-thread run's up to rounding."""
+    weights, losses, before = {}, {}, torch.get_num_threads()
+    try:
+        for name, count in (("one", 1), ("two", 2), ("again", 2)):
+            torch.set_num_threads(count)
+            torch.manual_seed(0)
+            model = build_model("tk", {"layers": 1, "heads": 2, "ff_dim": 8}, random_embeddings(vocab=50))
+            cfg = config(max_steps=20, length_group=8,  # batches of 16 pairs: 4 groups of 8 documents
+                         learning_rates={"embeddings": 0.02, "contextualizer": 0.01, "default": 0.01})
+            train(model, triples(toy), toy["queries"], toy["docs"], validator(toy, cfg), cfg, tmp_path / name, seed=7)
+            weights[name], losses[name] = model.state_dict(), read_log(tmp_path / name / "log.csv")["loss"].to_numpy()
+    finally:
+        torch.set_num_threads(before)
+    assert losses["one"][-1] < 0.8 * losses["one"][0]  # it learns: not a comparison of idle models
+    np.testing.assert_allclose(losses["two"], losses["one"], rtol=1e-4)
+    np.testing.assert_array_equal(losses["again"], losses["two"])
+    for name, value in weights["one"].items():
+        assert torch.equal(weights["again"][name], weights["two"][name])
+        two = weights["two"][name]
+        if name.endswith("in_proj_bias"):  # the keys' bias shifts every attention logit alike: its gradient is
+            two, value = two[torch.arange(48) // 16 != 1], value[torch.arange(48) // 16 != 1]  # noise Adam scales
+        torch.testing.assert_close(two, value, rtol=1e-4, atol=1e-5)
 
 
 def test_early_stopping_keeps_the_best_model(toy, tmp_path):
