@@ -24,7 +24,8 @@ Result = TypeVar("Result")
 
 def map_on_threads(function: Callable[[Item], Result], shares: Sequence[Sequence[Item]]) -> list[list[Result]]:
     """``[[function(item) for item in share] for share in shares]``, each share on its own thread (the first
-    on the caller's) with one torch thread; the caller's grad and inference modes hold on every thread."""
+    on the caller's) with one torch thread; the caller's grad and inference modes hold on every thread. A
+    single share runs on the caller's thread as it is."""
     results: list = [None] * len(shares)
     grad, inference = torch.is_grad_enabled(), torch.is_inference_mode_enabled()  # thread-local: passed on
 
