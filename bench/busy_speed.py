@@ -57,10 +57,11 @@ PASSAGES = (61, 0.5, 10)  # document lengths as the synthetic passages: median, 
 DOCUMENTS = (750, 1.05, 150)  # and as the synthetic documents
 
 
-def _cases(vocab: int, train_batch: int, tkl_batch: int) -> list[dict]:
-    """Per case: the project's model, a reference or None, query and document length (the longest, with
-    ``lengths`` drawn as the study's texts up to it, else every document that long), inference batch,
-    training pairs and pairs per forward/backward pass."""
+def _cases(vocab: int, train_batch: int, tkl_batch: int, models: list[str]) -> list[dict]:
+    """Per case whose name contains one of ``models``: the project's model, a reference or None, query and
+    document length (the longest, with ``lengths`` drawn as the study's texts up to it, else every document that
+    long), inference batch, training pairs and pairs per forward/backward pass. Only those cases' models are
+    built (each from seed 0, so a subset run times the same weights as a full one)."""
     import numpy as np
     import torch
 
@@ -78,21 +79,26 @@ def _cases(vocab: int, train_batch: int, tkl_batch: int) -> list[dict]:
         torch.manual_seed(0)
         return build_model(name, settings, vectors)
 
-    def case(name, project, reference, doc_length, batch, pairs, lengths=None, micro=None):
-        return dict(name=name, project=project, reference=reference, query_length=8, doc_length=doc_length,
-                    batch=batch, pairs=pairs, lengths=lengths, micro=micro or pairs)
-
-    tk, tkl = model("tk", **PAPER_TK), model("tkl", **PAPER_TK)
-    return [
-        case("TK @200", tk, ReferenceTK(tk), 200, 64, train_batch),
-        case("TK, passage lengths", tk, ReferenceTK(tk), 200, 64, train_batch, PASSAGES),
-        case("TKL @2000", tkl, ReferenceTKL(tkl), 2000, tkl_batch, tkl_batch),
-        case("TKL, document lengths", tkl, ReferenceTKL(tkl), 2000, tkl_batch, tkl_batch, DOCUMENTS, 4),
-        case("KNRM @200", model("knrm"), None, 200, 64, train_batch),
-        case("CONV-KNRM @200", model("conv_knrm", filters=128), None, 200, 64, train_batch),
-        case("PACRR @200", model("pacrr", max_doc_length=200), None, 200, 64, train_batch),
-        case("BERT[CLS] MiniLM @200", model("bert_cat", encoder="minilm"), None, 200, 64, train_batch // 4),
+    specs = [  # name, the project's model, its reference, longest document, batch, pairs, lengths, pairs per pass
+        ("TK @200", lambda: model("tk", **PAPER_TK), ReferenceTK, 200, 64, train_batch, None, None),
+        ("TK, passage lengths", lambda: model("tk", **PAPER_TK), ReferenceTK, 200, 64, train_batch, PASSAGES, None),
+        ("TKL @2000", lambda: model("tkl", **PAPER_TK), ReferenceTKL, 2000, tkl_batch, tkl_batch, None, None),
+        ("TKL, document lengths", lambda: model("tkl", **PAPER_TK), ReferenceTKL, 2000, tkl_batch, tkl_batch,
+         DOCUMENTS, 4),
+        ("KNRM @200", lambda: model("knrm"), None, 200, 64, train_batch, None, None),
+        ("CONV-KNRM @200", lambda: model("conv_knrm", filters=128), None, 200, 64, train_batch, None, None),
+        ("PACRR @200", lambda: model("pacrr", max_doc_length=200), None, 200, 64, train_batch, None, None),
+        ("BERT[CLS] MiniLM @200", lambda: model("bert_cat", encoder="minilm"), None, 200, 64, train_batch // 4,
+         None, None),
     ]
+    cases = []
+    for name, build, reference, doc_length, batch, pairs, lengths, micro in specs:
+        if any(part in name for part in models):
+            project = build()
+            cases.append(dict(name=name, project=project, reference=reference(project) if reference else None,
+                              query_length=8, doc_length=doc_length, batch=batch, pairs=pairs, lengths=lengths,
+                              micro=micro or pairs))
+    return cases
 
 
 def _documents(count: int, longest: int, lengths, vocab: int, generator):
@@ -161,9 +167,7 @@ def worker(threads: int, rounds: int, vocab: int, train_batch: int, tkl_batch: i
     keep_freed_memory()
     torch.set_num_threads(threads)
     rows = []
-    for case in _cases(vocab, train_batch, tkl_batch):
-        if not any(part in case["name"] for part in models):
-            continue
+    for case in _cases(vocab, train_batch, tkl_batch, models):
         timed = {"project": _timers(case["project"], case, vocab, length_groups=True)}
         if case["reference"] is not None:
             timed["reference"] = _timers(case["reference"], case, vocab, length_groups=False)
