@@ -264,6 +264,14 @@ def _table(rows: list[dict], args) -> str:
     return "\n".join(lines) + "\n"
 
 
+def report(table: str, rows: list[dict], out: Path | None) -> None:
+    """Print the table; with ``out``, write it there and the rows beside it as JSON (bench/results/)."""
+    print(table)
+    if out:
+        out.write_text(table)
+        out.with_suffix(".json").write_text(json.dumps(rows, indent=1))
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--worker", type=int, help=argparse.SUPPRESS)  # torch threads of a worker process
@@ -281,11 +289,7 @@ def main() -> int:
         print(json.dumps(worker(args.worker, args.rounds, args.vocab, args.train_batch, args.tkl_batch, args.models)))
         return 0
     rows = measure(args)
-    table = _table(rows, args)
-    print(table)
-    if args.out:
-        args.out.write_text(table)
-        args.out.with_suffix(".json").write_text(json.dumps(rows, indent=1))
+    report(_table(rows, args), rows, args.out)
     return 0
 
 

@@ -139,12 +139,11 @@ def main() -> int:
         torch.set_num_threads(int(os.environ["OMP_NUM_THREADS"]))
         print(json.dumps(worker(args.worker, args.steps)))
         return 0
+    sys.path.insert(0, str(BENCH))
+    from busy_speed import report
+
     rows = measure(args)
-    table = _table(rows, args)
-    print(table)
-    if args.out:
-        args.out.write_text(table)
-        args.out.with_suffix(".json").write_text(json.dumps(rows, indent=1))
+    report(_table(rows, args), rows, args.out)
     return 0
 
 
