@@ -39,7 +39,7 @@ from rankstudy.formats import Qrels, Run
 from rankstudy.rerank import score_candidates
 from rankstudy.runs import rerank_to_depth
 from rankstudy.tensorfile import load_tensors, save_tensors
-from rankstudy.train.length_groups import backward_in_length_groups, score_in_length_groups
+from rankstudy.train.length_groups import backward_in_length_groups
 from rankstudy.train.losses import listwise_softmax_ce, pairwise_margin_loss
 
 log = logging.getLogger(__name__)
@@ -70,7 +70,7 @@ class TrainConfig:
     device: str = "auto"
     grad_clip: float | None = None
     optimizer: str = "adam"  # "adam" (weight_decay as L2 in the gradient) or "adamw" (decoupled weight decay)
-    # each positive is also scored with the batch's next query, as one more negative (batch_loss)
+    # each positive is also scored with the batch's next query, as one more negative (batch_pass)
     query_negatives: bool = False
     # examples per forward/backward pass, gradients accumulated over the batch (_backward): the same
     # step as one pass over the whole batch, with a working set that stays in the CPU's cache
@@ -212,13 +212,6 @@ def batch_pass(batch: Sequence[tuple], listwise: bool, query_store, doc_store, c
         return loss + pairwise_margin_loss(scores[:len(batch)], swapped) if cfg.query_negatives else loss
 
     return queries, docs, loss_of
-
-
-def batch_loss(model, batch: Sequence[tuple], listwise: bool, query_store, doc_store,
-               cfg: TrainConfig, device: torch.device) -> torch.Tensor:
-    """The loss of a batch's training pass (``batch_pass``), scored in length groups."""
-    queries, docs, loss_of = batch_pass(batch, listwise, query_store, doc_store, cfg, device)
-    return loss_of(score_in_length_groups(model, queries, docs, cfg.length_group))
 
 
 def make_validator(run: Run, qrels: Qrels, query_store, doc_store, cfg: TrainConfig,

@@ -18,7 +18,7 @@ from rankstudy.formats import FormatError
 from rankstudy.models import build_model
 from rankstudy.train import examples as ex
 from rankstudy.train.losses import listwise_softmax_ce, pairwise_margin_loss
-from rankstudy.train.loop import (BatchOrder, TrainConfig, TrainingInterrupted, batch_loss, make_validator,
+from rankstudy.train.loop import (BatchOrder, TrainConfig, TrainingInterrupted, batch_pass, make_validator,
                                   optimizer_groups, resolve_device, train)
 
 
@@ -181,9 +181,12 @@ def test_query_negatives_score_each_positive_with_the_next_query(listwise):
 
     batch = ([(q, f"p{q[1]}", (f"n{q[1]}",)) for q in ("q1", "q2", "q3")] if listwise
              else [(q, f"p{q[1]}", f"n{q[1]}") for q in ("q1", "q2", "q3")])
-    plain = batch_loss(by_document, batch, listwise, queries, docs, config(), torch.device("cpu"))
-    swapped = batch_loss(by_document, batch, listwise, queries, docs, config(query_negatives=True),
-                         torch.device("cpu"))
+
+    def loss(cfg):
+        query_ids, document_ids, loss_of = batch_pass(batch, listwise, queries, docs, cfg, torch.device("cpu"))
+        return loss_of(by_document(query_ids, document_ids))
+
+    plain, swapped = loss(config()), loss(config(query_negatives=True))
     queries_seen, documents_seen = seen[1]
     assert queries_seen[-3:] == [2, 3, 1] and documents_seen[-3:] == [5, 6, 7]
     if listwise:  # the swapped positive ties the positive: -log(e^s / (e^s + e^n + e^s)) > plain loss
