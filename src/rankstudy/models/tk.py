@@ -157,9 +157,10 @@ class TK(Ranker):
                 torch.full([len(config.window_sizes), config.top_windows], 1.0 / config.top_windows))
 
     # (1) -------------------------------------------------------------------------------
-    def contextualize(self, ids: torch.Tensor, first_position: int = 0) -> tuple[torch.Tensor, ...]:
+    def contextualize(self, ids: torch.Tensor, first_position: int = 0,
+                      rows: slice | None = None) -> tuple[torch.Tensor, ...]:
         """Token ids [B, L] -> (mixed representations [B, L, D], token mask, match mask); positions from
-        ``first_position``."""
+        ``first_position``; with ``rows``, the three at those positions only (the others still attended to)."""
         if first_position + ids.shape[1] > self.positions.shape[0]:
             raise ValueError(f"sequence of {ids.shape[1]} tokens from position {first_position} exceeds max_length "
                              f"{self.positions.shape[0]}")
@@ -167,7 +168,10 @@ class TK(Ranker):
         embedded = self.embedding(ids)
         padding = tokens == 0
         positions = self.positions[first_position : first_position + ids.shape[1]]
-        context = encoder_forward(self.contextualizer, embedded + positions, padding if bool(padding.any()) else None)
+        context = encoder_forward(self.contextualizer, embedded + positions, padding if bool(padding.any()) else None,
+                                  rows)
+        if rows is not None:
+            embedded, tokens, matchable = embedded[:, rows], tokens[:, rows], matchable[:, rows]
         mixed = (self.mixer * embedded + (1 - self.mixer) * context) * tokens.unsqueeze(-1)
         return mixed, tokens, matchable
 

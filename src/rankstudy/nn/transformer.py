@@ -34,16 +34,20 @@ class ProjectedSelfAttention(nn.Module):
         nn.init.zeros_(self.out_proj.bias)
 
 
-def encoder_layer_forward(layer: nn.TransformerEncoderLayer, x: torch.Tensor,
-                          padding: torch.Tensor | None) -> torch.Tensor:
+def encoder_layer_forward(layer: nn.TransformerEncoderLayer, x: torch.Tensor, padding: torch.Tensor | None,
+                          rows: slice | None = None) -> torch.Tensor:
     """``layer(x, src_key_padding_mask=padding)`` for a batch-first, post-norm ReLU layer (its ``self_attn``
-    an ``nn.MultiheadAttention`` or a ``ProjectedSelfAttention``)."""
+    an ``nn.MultiheadAttention`` or a ``ProjectedSelfAttention``); with ``rows``, the output at those positions
+    only (``layer(...)[:, rows]``): every position is a key and a value, only they are queries."""
     batch, length, dim = x.shape
     attention = layer.self_attn
     heads = attention.num_heads
     inner = attention.in_proj_weight.shape[0] // 3  # dim, unless the heads are projected
     qkv = F.linear(x, attention.in_proj_weight, attention.in_proj_bias)
     q, k, v = qkv.view(batch, length, 3, heads, inner // heads).permute(2, 0, 3, 1, 4)
+    if rows is not None:
+        q, x = q[:, :, rows], x[:, rows]
+        length = x.shape[1]
     mask = None
     if padding is not None:
         # keys to attend; a sequence without any real token attends everywhere (its output is masked later)
@@ -58,7 +62,11 @@ def encoder_layer_forward(layer: nn.TransformerEncoderLayer, x: torch.Tensor,
     return layer.norm2(x + layer.dropout2(feed_forward))
 
 
-def encoder_forward(encoder: nn.TransformerEncoder, x: torch.Tensor, padding: torch.Tensor | None) -> torch.Tensor:
-    for layer in encoder.layers:
-        x = encoder_layer_forward(layer, x, padding)
+def encoder_forward(encoder: nn.TransformerEncoder, x: torch.Tensor, padding: torch.Tensor | None,
+                    rows: slice | None = None) -> torch.Tensor:
+    """``encoder(x, src_key_padding_mask=padding)``, or with ``rows`` its output at those positions only: the
+    last layer then projects queries, attends, and runs its feed-forward for them alone."""
+    last = len(encoder.layers) - 1
+    for index, layer in enumerate(encoder.layers):
+        x = encoder_layer_forward(layer, x, padding, rows if index == last else None)
     return x

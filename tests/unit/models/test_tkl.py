@@ -443,3 +443,15 @@ def test_region_start_repeat_reads_the_first_window_before_the_document():
     assert tiny(region_start="repeat")._region_features(scores, valid, chosen, found)[0, :5].tolist() == [9, 9, 9, 4, 1]
     with pytest.raises(ValueError, match="region_start"):
         tiny(region_start="clamp")
+
+
+def test_scores_without_autograd_equal_those_with_it():
+    """Without autograd the last transformer layer runs for the chunks' central positions only; with autograd
+    for all of them (so that training's gradients keep their rounding): the scores agree."""
+    model = tiny(chunk_size=8, overlap=3)
+    document, query = document_batch([50, 29, 7], 53), QUERY.repeat(3, 1)
+    with torch.no_grad():
+        central_only = model(query, document)
+    every_position = model(query, document)
+    assert every_position.requires_grad
+    assert torch.allclose(central_only, every_position.detach(), rtol=0, atol=1e-6)
