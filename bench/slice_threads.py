@@ -15,6 +15,7 @@ rankstudy`` sets it; the study's AVX2 pins and the CLI's allocator setting are a
 from __future__ import annotations
 
 import argparse
+import contextlib
 import multiprocessing
 import os
 import statistics
@@ -44,6 +45,31 @@ def one_after_another(score, query, document, size):
 def _busy(deadline: float) -> None:
     while time.time() < deadline:
         pass
+
+
+@contextlib.contextmanager
+def background_load(processes: int):
+    """``processes`` busy loops for the duration of the block (each also stops on its own after 900 s)."""
+    load = [multiprocessing.Process(target=_busy, args=(time.time() + 900,), daemon=True) for _ in range(processes)]
+    for process in load:
+        process.start()
+    try:
+        yield
+    finally:
+        for process in load:
+            process.terminate()
+
+
+def timed_step(model, optimizer, query: torch.Tensor, documents: torch.Tensor, pairs: int) -> float:
+    """Seconds of one training step over ``pairs`` positives (the first rows) and as many negatives: length groups
+    of 16, pairwise margin loss, the optimizer's step (as bench/busy_speed.py's)."""
+    model.train()
+    start = time.perf_counter()
+    optimizer.zero_grad(set_to_none=True)
+    backward_in_length_groups(model, query.expand(2 * pairs, -1), documents[:2 * pairs], 16,
+                              lambda s: pairwise_margin_loss(s[:pairs], s[pairs:]))
+    optimizer.step()
+    return time.perf_counter() - start
 
 
 def _interleaved(run, ways, rounds: int) -> dict:
@@ -82,40 +108,35 @@ def main() -> int:
     print("| model | condition | shared | every op on both threads | shared ÷ every op on both |\n"
           "|---|---|---:|---:|---:|")
     for condition in ("idle", "busy"):
-        load = [multiprocessing.Process(target=_busy, args=(time.time() + 900,), daemon=True)
-                for _ in range(args.load if condition == "busy" else 0)]
-        for process in load:
-            process.start()
-        for name, model, batch, documents in cases:
-            def infer(mapper) -> float:
-                tk_module.map_slices = tkl_module.map_slices = mapper  # the name the models call
-                with torch.inference_mode():
-                    start = time.perf_counter()
-                    model(query.expand(batch, -1), documents)
-                    return time.perf_counter() - start
-
-            print(_row(f"{name} inference, docs/ms", condition,
-                       _interleaved(infer, [map_slices, one_after_another], args.rounds), batch / 1000), flush=True)
-        for (name, model, batch, documents), pairs in zip(cases, (32, 16)):  # pairs per step as bench/busy_speed.py
-            optimizer = torch.optim.Adam([p for p in model.parameters() if p.requires_grad], lr=1e-6)
-            passage = documents.repeat(2, 1)[:2 * pairs]
-
-            def step(threaded: bool) -> float:
-                model.train().THREAD_GROUPS = threaded
-                start = time.perf_counter()
-                optimizer.zero_grad(set_to_none=True)
-                backward_in_length_groups(model, query.expand(2 * pairs, -1), passage, 16,
-                                          lambda s: pairwise_margin_loss(s[:pairs], s[pairs:]))
-                optimizer.step()
-                return time.perf_counter() - start
-
-            print(_row(f"{name} training step ({pairs} pairs), steps/s", condition,
-                       _interleaved(step, [True, False], args.rounds), 1.0), flush=True)
-            model.eval()
-        for process in load:
-            process.terminate()
+        with background_load(args.load if condition == "busy" else 0):
+            measure(cases, query, condition, args.rounds)
     tk_module.map_slices = tkl_module.map_slices = map_slices
     return 0
+
+
+def measure(cases, query: torch.Tensor, condition: str, rounds: int) -> None:
+    """Print each case's inference row, then its training-step row, for one condition."""
+    for name, model, batch, documents in cases:
+        def infer(mapper) -> float:
+            tk_module.map_slices = tkl_module.map_slices = mapper  # the name the models call
+            with torch.inference_mode():
+                start = time.perf_counter()
+                model(query.expand(batch, -1), documents)
+                return time.perf_counter() - start
+
+        print(_row(f"{name} inference, docs/ms", condition,
+                   _interleaved(infer, [map_slices, one_after_another], rounds), batch / 1000), flush=True)
+    for (name, model, batch, documents), pairs in zip(cases, (32, 16)):  # pairs per step as bench/busy_speed.py
+        optimizer = torch.optim.Adam([p for p in model.parameters() if p.requires_grad], lr=1e-6)
+        passage = documents.repeat(2, 1)[:2 * pairs]
+
+        def step(threaded: bool) -> float:
+            model.THREAD_GROUPS = threaded
+            return timed_step(model, optimizer, query, passage, pairs)
+
+        print(_row(f"{name} training step ({pairs} pairs), steps/s", condition,
+                   _interleaved(step, [True, False], rounds), 1.0), flush=True)
+        model.eval()
 
 
 if __name__ == "__main__":

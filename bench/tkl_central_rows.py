@@ -14,18 +14,15 @@ reported; the study's AVX2 pins and the CLI's allocator setting applied (bench/s
 from __future__ import annotations
 
 import argparse
-import multiprocessing
 import time
 import types
 
-from slice_threads import _busy, _interleaved, _row  # applies the pins and the allocator setting first
+from slice_threads import _interleaved, _row, background_load, timed_step  # applies the pins and the allocator setting first
 
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
 from rankstudy.models import build_model  # noqa: E402
-from rankstudy.train.length_groups import backward_in_length_groups  # noqa: E402
-from rankstudy.train.losses import pairwise_margin_loss  # noqa: E402
 
 
 def every_position(model, chunks: torch.Tensor) -> torch.Tensor:
@@ -63,27 +60,16 @@ def main() -> int:
 
     def step(way: str) -> float:
         model._contextualize_chunks = ways[way]
-        model.train()
-        start = time.perf_counter()
-        optimizer.zero_grad(set_to_none=True)
-        backward_in_length_groups(model, query.expand(2 * pairs, -1), documents, 16,
-                                  lambda s: pairwise_margin_loss(s[:pairs], s[pairs:]))
-        optimizer.step()
-        return time.perf_counter() - start
+        return timed_step(model, optimizer, query, documents, pairs)
 
     print(f"{args.threads} threads\n| model | condition | central positions | every position | central ÷ every |\n"
           "|---|---|---:|---:|---:|")
     for condition in ("idle", "busy"):
-        load = [multiprocessing.Process(target=_busy, args=(time.time() + 900,), daemon=True)
-                for _ in range(args.load if condition == "busy" else 0)]
-        for process in load:
-            process.start()
-        print(_row("TKL @2000 inference, docs/ms", condition, _interleaved(infer, list(ways), args.rounds),
-                   batch / 1000), flush=True)
-        print(_row(f"TKL @2000 training step ({pairs} pairs), steps/s", condition,
-                   _interleaved(step, list(ways), args.rounds), 1.0), flush=True)
-        for process in load:
-            process.terminate()
+        with background_load(args.load if condition == "busy" else 0):
+            print(_row("TKL @2000 inference, docs/ms", condition, _interleaved(infer, list(ways), args.rounds),
+                       batch / 1000), flush=True)
+            print(_row(f"TKL @2000 training step ({pairs} pairs), steps/s", condition,
+                       _interleaved(step, list(ways), args.rounds), 1.0), flush=True)
     model._contextualize_chunks = central
     return 0
 
