@@ -263,7 +263,7 @@ class TKL(Ranker):
     def _contextualize_chunks(self, chunks: torch.Tensor) -> torch.Tensor:
         """(2) for extended chunks [n, chunk + 2·overlap] -> central representations [n, chunk, D]. Without
         autograd (inference, choosing the regions in training) the last transformer layer runs for the central
-        positions only: the same values, at 2,000 tokens an inference pass 6 % and a training step 7-13 % faster
+        positions only: the same values, at 2,000 tokens an inference pass 4-6 % and a training step 4-13 % faster
         (bench/results/tkl_central_rows.md). With autograd every position runs, as the weights' gradients sum
         over them: fewer positions would change the gradients' rounding, and with it the study's training runs
         and pinned results."""
