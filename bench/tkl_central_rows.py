@@ -17,7 +17,8 @@ import argparse
 import time
 import types
 
-from slice_threads import _interleaved, _row, background_load, timed_step  # applies the pins and the allocator setting first
+# importing slice_threads applies the AVX2 pins and the allocator setting before torch loads
+from slice_threads import _interleaved, _row, background_load, timed_step
 
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
