@@ -87,11 +87,11 @@ def test_dry_run_lists_the_study_jobs(tmp_path):
         "socialformer_table": 2, "socialformer_fig4": 1, "socialformer_fig5": 1, "socialformer_fig6": 1,
         "socialformer_curves": 1,
         # Choppy paper: BM25, DRMM and TK-ensemble lists, Table 1, Fig. 1 and Fig. 2's grid
-        "choppy_study": 3, "choppy_grid": 3, "choppy_table1": 1, "choppy_fig1": 1, "choppy_fig2": 1,
+        "choppy_study": 3, "choppy_pool": 3, "choppy_grid": 3, "choppy_table1": 1, "choppy_fig1": 1, "choppy_fig2": 1,
         # the claims scoreboard, the reproduction report (synthetic data: not comparable) and the
         # expected-results check (docs/claims.md)
         "claims": 1, "reproduction": 1, "check_expected": 1,
-        "all": 1, "total": 393,
+        "all": 1, "total": 396,
     }
 
 
@@ -123,7 +123,7 @@ def test_the_extended_config_adds_the_rows_beyond_the_default(tmp_path):
     assert result.returncode == 0, result.stderr
     counts = job_counts(result.stdout + result.stderr)
     assert (counts["train"], counts["rerank"], counts["tune_depth"], counts["choppy_study"], counts["total"]) == \
-        (27 + 10, 55 + 20, 27 + 10, 3, 493)
+        (27 + 10, 55 + 20, 27 + 10, 3, 496)
     for run in ("tk-500", "tkl-500", "conv_knrm-1k", "doc-matchpyramid", "doc-co_pacrr",
                 "sf-edge", "sf-idcm", "sf-longformer", "sf-bigbird", "sf-qds"):
         assert re.search(rf"models/synthetic-doc/[\w-]+/{run}/seed42/model.pt", result.stdout), run
@@ -369,7 +369,34 @@ def test_choppy_on_an_external_run_by_config_alone(tmp_path):
     result = snakemake(work, "results/tables/choppy_table1.md", "-n", "--cores", "1", "--configfile", "external.yaml")
     assert result.returncode == 0, result.stderr
     counts = job_counts(result.stdout + result.stderr)
-    assert counts == {"choppy_study": 1, "choppy_table1": 1, "total": 2}
+    assert counts == {"choppy_study": 1, "choppy_pool": 1, "choppy_table1": 1, "total": 3}
+
+
+def test_choppy_on_the_papers_lists_over_repeated_splits(tmp_path):
+    """config/choppy-robust04.yaml, its lists' folder swapped for a tiny one: 10 random splits of the BM25 and the
+    DRMM lists (repeat r: seed 42 + r), 3 training seeds on the lists' own split, each pooled, and the paper's
+    claims and Table 1 cells beside them; no first stage, nothing of the default study."""
+    work = workflow_copy(tmp_path)
+    lists = tmp_path / "lists"
+    lists.mkdir()
+    for name in ("bm25.run", "drmm.run", "qrels.txt", "bm25.train.qids", "bm25.test.qids", "drmm.train.qids",
+                 "drmm.test.qids"):
+        (lists / name).write_text("1\n")
+    text = (work / "config" / "choppy-robust04.yaml").read_text()
+    assert text.count("../shared/data/robust04-runs/") == 12
+    (work / "robust04.yaml").write_text(text.replace("../shared/data/robust04-runs/", f"{lists}/"))
+    result = snakemake(work, "-n", "-p", "--cores", "2", "--configfile", "robust04.yaml")
+    assert result.returncode == 0, result.stderr
+    counts = job_counts(result.stdout + result.stderr)
+    assert counts == {"choppy_study": 2 * 10 + 2 * 3, "choppy_pool": 4, "choppy_table1": 1, "choppy_fig1": 1,
+                      "first_stage_table": 1, "claims": 1, "reproduction": 1, "all": 1, "total": 36}
+    commands = [line for line in result.stdout.splitlines() if "rankstudy choppy-study" in line]
+    assert sum("--repeat 9 " in command for command in commands) == 2  # bm25, drmm
+    source = [command for command in commands if "/bm25.train.qids" in command]
+    assert len(source) == 3 and all("/bm25.test.qids" in command and "--dev-qids" not in command for command in source)
+    settings = json.loads(shlex.split(commands[0])[shlex.split(commands[0]).index("--config") + 1])
+    assert settings["model"]["ff_layers"] == 1 and settings["model"]["batch_size"] == 64  # the paper's
+    assert settings["model"]["lr"] == 1e-3 and settings["dev_fraction"] == 0 and settings["repeats"] == 10
 
 
 @pytest.mark.slow

@@ -15,16 +15,17 @@ rule choppy_folds:
         " --out-qrels {output.qrels} --tag {wildcards.name} 2> {log}"
 
 
+# One repeat of a run type's study: its split and its models' training use the seed + repeat (choppy.repeats)
 rule choppy_study:
     input: unpack(lambda wc: CHOPPY.inputs(wc.name))
     output:
-        results="results/choppy/{name}/results.csv",
-        per_query="results/choppy/{name}/per_query.csv",
-        fig1="results/choppy/{name}/fig1.json",
-        settings="results/choppy/{name}/settings.json",
-    log: "logs/choppy/{name}.log"
+        results="results/choppy/{name}/repeat{repeat}/results.csv",
+        per_query="results/choppy/{name}/repeat{repeat}/per_query.csv",
+        fig1="results/choppy/{name}/repeat{repeat}/fig1.json",
+        settings="results/choppy/{name}/repeat{repeat}/settings.json",
+    log: "logs/choppy/{name}.repeat{repeat}.log"
     conda: "../../environment.yml"
-    benchmark: "benchmarks/choppy/{name}.tsv"
+    benchmark: "benchmarks/choppy/{name}.repeat{repeat}.tsv"
     threads: NEURAL["threads"]
     params:
         settings=as_json(CHOPPY.settings()),
@@ -34,7 +35,26 @@ rule choppy_study:
     resources: mem_mb=2000, runtime=60, gpu=gpus(CHOPPY.section.get("device", "auto"))
     shell:
         "python -m rankstudy choppy-study --run {input.run:q} --qrels {input.qrels:q} --config {params.settings:q}"
-        " --seed {params.seed} --threads {threads} --out {params.out} {params.qids} 2> {log}"
+        " --seed {params.seed} --repeat {wildcards.repeat} --threads {threads} --out {params.out} {params.qids}"
+        " 2> {log}"
+
+
+# The repeats side by side: mean and sd over repeats, every (repeat, query) value
+rule choppy_pool:
+    input: lambda wc: CHOPPY.repeat_files(wc.name)
+    output:
+        results="results/choppy/{name}/results.csv",
+        per_query="results/choppy/{name}/per_query.csv",
+        fig1="results/choppy/{name}/fig1.json",
+        settings="results/choppy/{name}/settings.json",
+    log: "logs/choppy/{name}.pool.log"
+    conda: "../../environment.yml"
+    params:
+        repeats=lambda wc: CHOPPY.repeat_dirs(wc.name),
+        out=lambda wildcards, output: os.path.dirname(output.results),
+    resources: mem_mb=1000, runtime=15
+    shell:
+        "python -m rankstudy choppy-pool --repeats {params.repeats} --out {params.out} 2> {log}"
 
 
 # Fig. 2 only: Choppy over the d x heads grid on the same split (not needed by Table 1)

@@ -37,6 +37,8 @@ wildcard_constraints:
     dataset=r"[A-Za-z0-9_-]+",
     split=r"[A-Za-z0-9_-]+",
     seed=r"\d+",
+    repeat=r"\d+",
+    name=r"[A-Za-z0-9_-]+",
 
 
 def as_json(value):

@@ -32,8 +32,11 @@ Deliberate choices:
   mean and standard deviation of the training lists' scores (``score_scaling: train``, an affine map
   the first layer could learn but in practice does not); ``raw`` feeds them as the paper does and
   ``list`` z-scores each list on its own (this drops the list's level, which carries signal).
-* Feed-forward width and dropout are not fixed by the paper; they come from the config
-  (defaults 128 and 0.1). Dropout on the attention weights is separate and 0 by default: with it
+* Feed-forward: the paper's rFF is "a single learnable feed-forward layer with ReLU activation",
+  O = LayerNorm(A + ReLU(A W_f + b_f)) with W_f ∈ R^{d × d} (``ff_layers: 1``, ``ChoppyLayer``);
+  ``ff_layers: 2`` is PyTorch's encoder layer, Linear(d, ff_dim) → ReLU → Linear(ff_dim, d), the default
+  study's (pinned) setting. Width (2 layers) and dropout are not fixed by the paper; they come from the
+  config (defaults 128 and 0.1). Dropout on the attention weights is separate and 0 by default: with it
   PyTorch leaves its fused attention kernel, and a training step at N = 300 is 5.6x slower.
   PyTorch's post-norm ReLU encoder layer; no final layer norm.
 * Training (``rankstudy.truncation.choppy_train``): Adam, batches of ``batch_size`` lists (both
@@ -55,7 +58,8 @@ class ChoppyConfig:
     d_model: int = 128
     heads: int = 8
     layers: int = 3
-    ff_dim: int = 128
+    ff_dim: int = 128  # the hidden width of ff_layers 2 (ff_layers 1 is d -> d, as the paper)
+    ff_layers: int = 2  # 1: the paper's single ReLU layer; 2: PyTorch's two-layer feed-forward
     dropout: float = 0.1  # on the residual branches and inside the feed-forward layer
     attention_dropout: float = 0.0  # on the attention weights (see the module docstring)
     max_length: int = 300  # longest list (N) the positional embedding covers
@@ -73,6 +77,8 @@ class ChoppyConfig:
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 raise ValueError(f"{name} must be a positive integer, got {value!r}")
+        if self.ff_layers not in (1, 2):
+            raise ValueError(f"ff_layers must be 1 (the paper's single ReLU layer) or 2, got {self.ff_layers!r}")
         if self.d_model < 2:
             raise ValueError(f"d_model must be at least 2 (1 score + positional dims), got {self.d_model}")
         if self.d_model % self.heads:
@@ -101,6 +107,24 @@ def length_mask(lengths: torch.Tensor, width: int) -> torch.Tensor:
     return torch.arange(width, device=lengths.device)[None, :] < lengths[:, None]
 
 
+class ChoppyLayer(nn.Module):
+    """The paper's transformer layer (Sec. 3.1), post-norm:
+    A = LayerNorm(X + MultiAttn(X)),  O = LayerNorm(A + rFF(A)),  rFF(A) = ReLU(A W_f + b_f), W_f ∈ R^{d × d}.
+    Dropout (ours) on both residual branches, as PyTorch's encoder layer."""
+
+    def __init__(self, d_model: int, heads: int, dropout: float, attention_dropout: float):
+        super().__init__()
+        self.self_attn = nn.MultiheadAttention(d_model, heads, dropout=attention_dropout, batch_first=True)
+        self.feed_forward = nn.Linear(d_model, d_model)
+        self.norm1, self.norm2 = nn.LayerNorm(d_model), nn.LayerNorm(d_model)
+        self.dropout = nn.Dropout(dropout)
+
+    def forward(self, x: torch.Tensor, padding: torch.Tensor) -> torch.Tensor:
+        attended = self.self_attn(x, x, x, key_padding_mask=padding, need_weights=False)[0]
+        a = self.norm1(x + self.dropout(attended))
+        return self.norm2(a + self.dropout(torch.relu(self.feed_forward(a))))
+
+
 class Choppy(nn.Module):
     def __init__(self, config: ChoppyConfig):
         super().__init__()
@@ -110,10 +134,14 @@ class Choppy(nn.Module):
         # score_scaling "train": set from the training lists by fit_score_scale, saved with the weights
         self.register_buffer("score_mean", torch.tensor(0.0))
         self.register_buffer("score_std", torch.tensor(1.0))
-        layer = nn.TransformerEncoderLayer(config.d_model, config.heads, dim_feedforward=config.ff_dim,
-                                           dropout=config.dropout, batch_first=True)
-        layer.self_attn.dropout = config.attention_dropout  # nn.TransformerEncoderLayer has one rate for all
-        self.encoder = nn.TransformerEncoder(layer, config.layers, enable_nested_tensor=False)
+        if config.ff_layers == 1:
+            self.layers = nn.ModuleList(ChoppyLayer(config.d_model, config.heads, config.dropout,
+                                                    config.attention_dropout) for _ in range(config.layers))
+        else:
+            layer = nn.TransformerEncoderLayer(config.d_model, config.heads, dim_feedforward=config.ff_dim,
+                                               dropout=config.dropout, batch_first=True)
+            layer.self_attn.dropout = config.attention_dropout  # nn.TransformerEncoderLayer has one rate for all
+            self.encoder = nn.TransformerEncoder(layer, config.layers, enable_nested_tensor=False)
         self.output = nn.Linear(config.d_model, 1)
 
     def forward(self, scores: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
@@ -132,7 +160,12 @@ class Choppy(nn.Module):
             scores = ((scores - mean) / var.sqrt().clamp_min(1e-6)).masked_fill(~real, 0.0)
         positions = self.position.weight[:width].expand(batch, width, -1)
         tokens = torch.cat([scores[..., None], positions], dim=-1)
-        hidden = self.encoder(tokens, src_key_padding_mask=~real)
+        if self.config.ff_layers == 1:
+            hidden = tokens
+            for layer in self.layers:
+                hidden = layer(hidden, ~real)
+        else:
+            hidden = self.encoder(tokens, src_key_padding_mask=~real)
         return self.output(hidden).squeeze(-1).masked_fill(~real, float("-inf"))
 
     def fit_score_scale(self, scores: torch.Tensor, lengths: torch.Tensor) -> None:

@@ -29,6 +29,7 @@ from rankstudy.evaluate import read_metrics
 from rankstudy.formats import read_qrels
 from rankstudy.report.tables import metric_rows, per_query_values
 from rankstudy.significance import TESTS
+from rankstudy.truncation.repeats import method_name, query_key
 
 HOLDS, FAILS, NOT_RUN = "holds", "fails", "not run"
 COLUMNS = ["id", "paper", "claim", "measure", "on", "A", "B", "mean A", "mean B", "difference", "test", "p",
@@ -41,17 +42,17 @@ def reference_values(ref: Mapping[str, Any], measure: str) -> dict[str, float]:
     if "value" in ref:
         raise StudyError("a fixed value has no per-query values")
     path = ref["path"]
-    if "method" in ref:  # results/choppy/{name}/per_query.csv: metric, method, qid, value, cut
+    if "method" in ref:  # results/choppy/{name}/per_query.csv: metric, method, qid, value, cut[, repeat]
         try:
             rows = pd.read_csv(path, dtype={"qid": str})
         except (OSError, ValueError) as error:
             raise StudyError(f"{path}: cannot read truncation per-query CSV: {error}") from None
-        methods = rows["method"].str.replace(r"^Greedy-k.*", "Greedy-k", regex=True)  # k is in the name
+        methods = rows["method"].map(method_name)
         chosen = rows[(methods == ref["method"]) & (rows["metric"] == measure)]
         if chosen.empty:
             raise StudyError(f"{path}: no {measure} values of method {ref['method']!r} "
                              f"(methods: {', '.join(sorted(set(methods)))})")
-        return dict(zip(chosen["qid"], chosen["value"].astype(float)))
+        return dict(zip(query_key(chosen), chosen["value"].astype(float)))  # repeats pooled: one pair per repeat
     rows = metric_rows(read_metrics([path]), ref["dataset"], ref["system"], ref["split"])
     values = per_query_values(rows, measure)
     if not values:

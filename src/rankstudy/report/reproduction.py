@@ -9,6 +9,8 @@ report shows the difference only.
 
 Rows and columns are named as in the study's own tables (the config's labels), and read with the
 expected-results reader, so a reported file names cells exactly as ``config/expected/*.yaml`` does.
+Where our table gives a cell's spread over repeats (a column "sd (COLUMN)", Choppy's repeated splits), the
+report shows it and whether the paper's value lies within one sd of ours.
 A config whose data is not the papers' (the default, synthetic study) says so plainly and compares nothing.
 """
 
@@ -24,8 +26,8 @@ from rankstudy.atomic import atomic_open
 from rankstudy.errors import StudyError
 from rankstudy.expected import ROW_KEYS, table_cells
 
-COLUMNS = ["paper", "paper table", "table", "row", "column", "reported", "ours", "difference", "margin",
-           "reproduced", "status"]
+COLUMNS = ["paper", "paper table", "table", "row", "column", "reported", "ours", "difference", "our sd", "within sd",
+           "margin", "reproduced", "status"]
 COMPARED, NOT_REPORTED, NOT_RUN = "compared", "not reported", "not run"
 NOT_COMPARABLE = ("This config does not run the papers' datasets (the default study's collections are synthetic), "
                   "so its numbers are not comparable with the papers' reported values and none are compared. The paper "
@@ -67,20 +69,23 @@ def compare(reported: Mapping[str, Any], tables_dir) -> list[dict[str, Any]]:
         ours = table_cells(path, ROW_KEYS[table], []) if path.is_file() else {}
         for row, values in spec["rows"].items():
             for column, value in zip(spec["columns"], values):
-                mine = ours.get(row, {}).get(column)
-                rows.append(_cell(reported["paper"], spec, table, row, column, value, mine))
+                mine = ours.get(row, {})
+                rows.append(_cell(reported["paper"], spec, table, row, column, value, mine.get(column),
+                                  mine.get(f"sd ({column})")))
     return rows
 
 
 def _cell(paper: str, spec: Mapping[str, Any], table: str, row: str, column: str,
-          value: float | None, ours: float | None) -> dict[str, Any]:
+          value: float | None, ours: float | None, our_sd: float | None = None) -> dict[str, Any]:
+    """``our_sd``: the spread of our value over repeats (a table's "sd (COLUMN)", e.g. Choppy's repeated splits)."""
     margin = spec.get("margin")
     status = NOT_REPORTED if value is None else NOT_RUN if ours is None else COMPARED
     difference = ours - value if status == COMPARED else None
     reproduced = "" if difference is None or margin is None else ("yes" if abs(difference) <= margin else "no")
+    within = "" if difference is None or our_sd is None else ("yes" if abs(difference) <= our_sd else "no")
     return {"paper": paper, "paper table": spec.get("paper_table", ""), "table": table, "row": row, "column": column,
-            "reported": value, "ours": ours, "difference": difference, "margin": margin, "reproduced": reproduced,
-            "status": status}
+            "reported": value, "ours": ours, "difference": difference, "our sd": our_sd, "within sd": within,
+            "margin": margin, "reproduced": reproduced, "status": status}
 
 
 def reproduction(reported_paths: Sequence[str | Path], tables_dir, comparable: bool = True) -> pd.DataFrame:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import copy
 import logging
+from contextlib import contextmanager
 
 import numpy as np
 import torch
@@ -47,6 +48,19 @@ def _tensors(data: Data, index, device: torch.device) -> list[torch.Tensor]:
     return [torch.as_tensor(a[index], device=device) for a in data]
 
 
+@contextmanager
+def _without_attention_fast_path():
+    """PyTorch's inference fast path for attention (``torch._native_multi_head_attention``) with a padding
+    mask runs 3.5x slower on a CPU than the scaled-dot-product path that training takes, for the same values
+    (64 lists of 300, d 128, 8 heads, one thread: 1.75 s against 0.49 s a batch)."""
+    enabled = torch.backends.mha.get_fastpath_enabled()
+    torch.backends.mha.set_fastpath_enabled(False)
+    try:
+        yield
+    finally:
+        torch.backends.mha.set_fastpath_enabled(enabled)
+
+
 def predict(model: Choppy, scores: np.ndarray, lengths: np.ndarray, device="auto",
             batch_size: int = 256) -> tuple[np.ndarray, np.ndarray]:
     """(cuts [Q] int64, 1-based; probabilities [Q, N] float32, 0 beyond each list's length)."""
@@ -57,7 +71,7 @@ def predict(model: Choppy, scores: np.ndarray, lengths: np.ndarray, device="auto
     scores = np.asarray(scores, dtype=np.float32)
     lengths = np.asarray(lengths, dtype=np.int64)
     cuts, probabilities = [], []
-    with torch.no_grad():
+    with torch.no_grad(), _without_attention_fast_path():
         for start in range(0, len(scores), batch_size):
             batch = slice(start, start + batch_size)
             logits = model(*_tensors((scores, lengths), batch, device))

@@ -49,8 +49,11 @@ class TruncationConfig:
     grid_d: list[int] = field(default_factory=list)
     grid_heads: list[int] = field(default_factory=list)
     device: str = "auto"
+    repeats: int = 1  # splits (or, with query-id files, training seeds) of the study, pooled (truncation.repeats)
 
     def __post_init__(self) -> None:
+        if not isinstance(self.repeats, int) or isinstance(self.repeats, bool) or self.repeats < 1:
+            raise ValueError(f"repeats must be a positive integer, got {self.repeats!r}")
         fractions = self.test_fraction + self.dev_fraction
         if not (0 < self.test_fraction < 1 and 0 <= self.dev_fraction < 1 and fractions < 1):
             raise ValueError("test_fraction must be in (0, 1), dev_fraction in [0, 1), and they must sum below 1")
@@ -60,13 +63,17 @@ class TruncationConfig:
 
 def split_queries(qids: Sequence[str], cfg: TruncationConfig, seed: int,
                   given: Mapping[str, Sequence[str]] | None = None) -> dict[str, np.ndarray]:
-    """Indices of the train/dev/test queries: from ``given`` qid lists, else a seeded split."""
+    """Indices of the train/dev/test queries: from ``given`` qid lists (train and test; dev optional), else a
+    seeded split."""
     position = {qid: i for i, qid in enumerate(qids)}
     if given:
         missing = {part: [q for q in ids if q not in position] for part, ids in given.items()}
         if any(missing.values()):
             raise StudyError(f"query-id lists name queries without results or judgments: {missing}")
-        return {part: np.array([position[q] for q in ids], dtype=int) for part, ids in given.items()}
+        if not given.get("train") or not given.get("test"):
+            raise StudyError("query-id lists: give a train and a test list (a dev list is optional)")
+        return {"dev": np.zeros(0, dtype=int),
+                **{part: np.array([position[q] for q in ids], dtype=int) for part, ids in given.items()}}
     order = np.random.default_rng(seed).permutation(len(qids))
     n_test = max(1, round(cfg.test_fraction * len(qids)))
     # dev_fraction 0: no dev set (an empty index); the models then train every epoch and keep the last
@@ -155,6 +162,7 @@ def run_study(run: formats.Run, qrels: formats.Qrels, cfg: TruncationConfig, see
                           for q, v, c in zip(test_qids, values, method_cuts)]
         log.info("%s: %s", metric, ", ".join(f"{r['method']} {r['value']:.4f}" for r in rows if r["metric"] == metric))
     settings["split"] = {part: int(len(index)) for part, index in split.items()}
+    settings["split_from"] = "query-id files" if given_split else f"seed {seed}"
     return {"results": pd.DataFrame(rows), "per_query": pd.DataFrame(per_query), "fig1": fig1,
             "settings": settings}
 
@@ -191,12 +199,22 @@ def read_qid_list(path: str | Path) -> list[str]:
     return formats.read_ids(path, "qid")
 
 
+def judged_only(qids: Sequence[str], run: formats.Run, qrels: formats.Qrels, path) -> list[str]:
+    """The listed queries less those the run ranks but the qrels do not judge (they have no metric table;
+    logged); a query the run does not have stays, for ``split_queries`` to report."""
+    unjudged = [qid for qid in qids if qid in run and not qrels.get(qid)]
+    if unjudged:
+        log.info("%s: left out %d listed queries without judgments: %s", path, len(unjudged), ", ".join(unjudged))
+    return [qid for qid in qids if qid not in unjudged]
+
+
 def run_from_files(run_path: Path, qrels_path: Path, settings: Mapping[str, Any], seed: int, out_dir: Path | None,
                    qid_lists: Mapping[str, str] | None = None, grid_out: Path | None = None) -> None:
-    """The study into ``out_dir``; or, with ``grid_out``, only the Fig. 2 grid into that CSV."""
+    """The study into ``out_dir``; or, with ``grid_out``, only the Fig. 2 grid into that CSV. ``seed`` drives
+    the split and the training (a repeat's: ``repeats.repeat_seed``)."""
     cfg = from_dict(TruncationConfig, settings, "choppy")
-    given = {part: read_qid_list(path) for part, path in (qid_lists or {}).items()} or None
     run, qrels = formats.read_run(run_path), formats.read_qrels(qrels_path)
+    given = {part: judged_only(read_qid_list(path), run, qrels, path) for part, path in (qid_lists or {}).items()} or None
     if grid_out is not None:
         grid = run_grid(run, qrels, cfg, seed, given)
         with atomic_open(grid_out) as out:

@@ -29,11 +29,14 @@ def test_config_validation():
         from_dict(ChoppyConfig, {"d_modle": 64})
     with pytest.raises(ConfigError, match="dropout"):
         from_dict(ChoppyConfig, {"dropout": 1.5})
+    with pytest.raises(ValueError, match="ff_layers"):
+        ChoppyConfig(ff_layers=3)
 
 
+@pytest.mark.parametrize("ff_layers", [1, 2])
 @pytest.mark.parametrize("normalize", [False, True])
-def test_shapes_and_padding_mask(normalize):
-    model = small_model(score_scaling="list" if normalize else "raw")
+def test_shapes_and_padding_mask(normalize, ff_layers):
+    model = small_model(score_scaling="list" if normalize else "raw", ff_layers=ff_layers)
     scores = torch.rand(3, 10).sort(dim=1, descending=True).values
     lengths = torch.tensor([10, 6, 1])
     logits = model(scores, lengths)
@@ -48,8 +51,9 @@ def test_shapes_and_padding_mask(normalize):
     assert torch.allclose(model(changed, lengths), logits, atol=1e-6)
 
 
-def test_attention_across_ranks_not_across_batch():
-    model = small_model()
+@pytest.mark.parametrize("ff_layers", [1, 2])
+def test_attention_across_ranks_not_across_batch(ff_layers):
+    model = small_model(ff_layers=ff_layers)
     scores = torch.rand(2, 12).sort(dim=1, descending=True).values
     lengths = torch.tensor([12, 12])
     logits = model(scores, lengths)
@@ -61,6 +65,43 @@ def test_attention_across_ranks_not_across_batch():
     changed = model(other_rank, lengths)[0]
     assert not torch.allclose(changed[:7], logits[0, :7], atol=1e-4)  # earlier ranks see rank 8
     assert torch.allclose(model(other_rank, lengths)[1], logits[1], atol=1e-6)
+
+
+def test_the_papers_layer_by_its_equations():
+    """Sec. 3.1: A = LayerNorm(X + MultiAttn(X)), O = LayerNorm(A + ReLU(A W_f + b_f)), W_f d x d: one layer,
+    no hidden width (ff_layers 1); padded ranks are no keys."""
+    model = small_model(ff_layers=1, layers=1)
+    layer = model.layers[0]
+    assert layer.feed_forward.weight.shape == (32, 32) and not hasattr(model, "encoder")
+    x = torch.randn(2, 6, 32)
+    padding = torch.tensor([[False] * 6, [False] * 4 + [True] * 2])
+    heads, width = 4, 8
+    w_q, w_k, w_v = layer.self_attn.in_proj_weight.split(32)
+    b_q, b_k, b_v = layer.self_attn.in_proj_bias.split(32)
+
+    def split_heads(t):
+        return t.view(2, 6, heads, width).transpose(1, 2)
+
+    q, k, v = split_heads(x @ w_q.T + b_q), split_heads(x @ w_k.T + b_k), split_heads(x @ w_v.T + b_v)
+    weights = torch.softmax((q @ k.transpose(-1, -2) / math.sqrt(width)).masked_fill(padding[:, None, None, :],
+                                                                                        float("-inf")), dim=-1)
+    attended = layer.self_attn.out_proj((weights @ v).transpose(1, 2).reshape(2, 6, 32))
+    a = layer.norm1(x + attended)
+    expected = layer.norm2(a + torch.relu(layer.feed_forward(a)))
+    assert torch.allclose(layer(x, padding), expected, atol=1e-5)
+
+
+def test_prediction_without_the_attention_fast_path_gives_the_same_cuts():
+    """predict() leaves PyTorch's inference fast path (slow with a padding mask on a CPU) and restores it."""
+    rng = np.random.default_rng(3)
+    scores, _, lengths = toy_lists(40, rng)
+    for ff_layers in (1, 2):
+        model = small_model(ff_layers=ff_layers)
+        cuts, probabilities = predict(model, scores, lengths, "cpu")
+        with torch.no_grad():
+            fast = torch.softmax(model(torch.as_tensor(scores), torch.as_tensor(lengths)), -1).numpy()
+        assert torch.backends.mha.get_fastpath_enabled()
+        assert np.allclose(probabilities, fast, atol=1e-5) and np.array_equal(cuts, fast.argmax(-1) + 1)
 
 
 def test_loss_on_hand_computed_example():

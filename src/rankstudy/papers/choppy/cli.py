@@ -37,6 +37,7 @@ def _choppy_study(args: argparse.Namespace) -> None:
     import torch
 
     from rankstudy.truncation.experiment import run_from_files
+    from rankstudy.truncation.repeats import repeat_seed
 
     # one thread, as the workflow's job (Snakemake sets OMP_NUM_THREADS to the rule's threads): run by hand
     # with torch's default (every core) Choppy gave other numbers than the workflow; on one thread two runs
@@ -44,9 +45,9 @@ def _choppy_study(args: argparse.Namespace) -> None:
     torch.set_num_threads(max(1, args.threads))
     qid_lists = {part: path for part, path in (("train", args.train_qids), ("dev", args.dev_qids),
                                                ("test", args.test_qids)) if path}
-    if qid_lists and len(qid_lists) != 3:
-        raise StudyError("give all three of --train-qids, --dev-qids and --test-qids, or none")
-    run_from_files(Path(args.run), Path(args.qrels), json.loads(args.config), args.seed,
+    if qid_lists and not {"train", "test"} <= set(qid_lists):
+        raise StudyError("give --train-qids and --test-qids (--dev-qids is optional), or none of them")
+    run_from_files(Path(args.run), Path(args.qrels), json.loads(args.config), repeat_seed(args.seed, args.repeat),
                    Path(args.out) if args.out else None, qid_lists,
                    Path(args.grid_out) if args.grid_out else None)
 
@@ -57,14 +58,30 @@ def _choppy_study_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--qrels", required=True)
     p.add_argument("--config", required=True, help="the choppy config section (less its runs) as JSON")
     p.add_argument("--seed", type=int, required=True)
+    p.add_argument("--repeat", type=int, default=0,
+                   help="repeat r of the study: its split and training use seed + r (choppy.repeats)")
     target = p.add_mutually_exclusive_group(required=True)
     target.add_argument("--out", help="output directory of the study (every method, both metrics)")
     target.add_argument("--grid-out", help="only train Choppy over the d x heads grid (Fig. 2) and write this CSV")
     p.add_argument("--threads", type=int, default=1, help="torch threads (1: the same numbers on every run)")
     p.add_argument("--train-qids", help="file with one train query id per line (else a seeded split)")
-    p.add_argument("--dev-qids")
+    p.add_argument("--dev-qids", help="optional with --train-qids and --test-qids")
     p.add_argument("--test-qids")
     p.set_defaults(handler=_choppy_study)
+
+
+def _choppy_pool(args: argparse.Namespace) -> None:
+    from rankstudy.truncation.experiment import write_study
+    from rankstudy.truncation.repeats import pool, read_study
+
+    write_study(pool([read_study(Path(directory)) for directory in args.repeats]), Path(args.out))
+
+
+@subcommand("choppy-pool", "one truncation study from its repeated splits (mean, sd, every per-query value)")
+def _choppy_pool_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--repeats", nargs="+", required=True, help="choppy-study output directories, repeat 0 first")
+    p.add_argument("--out", required=True, help="output directory of the pooled study")
+    p.set_defaults(handler=_choppy_pool)
 
 
 def _choppy_report(args: argparse.Namespace) -> None:

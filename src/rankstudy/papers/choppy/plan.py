@@ -11,6 +11,7 @@ if TYPE_CHECKING:
     from rankstudy.study.plan import StudyPlan
 
 MEASURES = ("f1", "dcg")  # what a truncation is scored by (rankstudy.truncation.experiment)
+STUDY_FILES = ("results.csv", "per_query.csv", "fig1.json", "settings.json")  # truncation.experiment.write_study
 
 
 @dataclass(frozen=True)
@@ -53,6 +54,15 @@ class ChoppyOutputs:
             return {"run": f"runs/folds/{name}/{split}.run", "qrels": f"runs/folds/{name}/qrels.{split}.txt"}
         return {"run": f"runs/{spec['dataset']}/{spec['system']}.{split}.run",
                 "qrels": f"data/{spec['dataset']}/qrels.{split}.txt"}
+
+    def repeat_dirs(self, name: str) -> list[str]:
+        """The output directories of a run type's repeats (rule choppy_study), repeat 0 first."""
+        repeats = self.section["runs"][name].get("repeats", self.section.get("repeats", 1))
+        return [f"results/choppy/{name}/repeat{repeat}" for repeat in range(repeats)]
+
+    def repeat_files(self, name: str) -> list[str]:
+        """Every output file of a run type's repeats (rule choppy_pool's input)."""
+        return [f"{directory}/{file}" for directory in self.repeat_dirs(name) for file in STUDY_FILES]
 
     def settings(self) -> dict[str, Any]:
         """The section less its runs: the ``choppy-study`` command's --config."""

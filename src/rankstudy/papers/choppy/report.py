@@ -13,6 +13,7 @@ from rankstudy.errors import StudyError
 from rankstudy.report.figures import plt, save_figure
 from rankstudy.report.tables import write_table
 from rankstudy.significance import wilcoxon_p
+from rankstudy.truncation.repeats import method_name, query_key
 
 METRIC_NAMES = {"f1": "F1", "dcg": "DCG"}
 
@@ -25,28 +26,37 @@ def table1(study_dirs: Sequence[Path], names: Sequence[str], out_prefix: Path) -
         results = pd.read_csv(Path(directory) / "results.csv")
         per_query = pd.read_csv(Path(directory) / "per_query.csv", dtype={"qid": str})
         for frame in (results, per_query):
-            frame["method"] = frame["method"].str.replace(r"^Greedy-k.*", "Greedy-k", regex=True)
+            frame["method"] = frame["method"].map(method_name)
         wide = results.pivot(index="method", columns="metric", values="value").rename(columns=METRIC_NAMES)
-        for column, label in (("mean_cut", "mean cut"), ("cut_sd", "cut sd"), ("cut_rho_oracle", "cut rho")):
+        repeated = results.get("repeats", pd.Series([1])).max() > 1
+        columns = (("value_sd", "sd"),) if repeated else ()
+        for column, label in columns + (("mean_cut", "mean cut"), ("cut_sd", "cut sd"), ("cut_rho_oracle", "cut rho")):
             spread = results.pivot(index="method", columns="metric", values=column)
             wide = wide.join(spread.rename(columns={m: f"{label} ({METRIC_NAMES[m]})" for m in spread.columns}))
         for metric in results["metric"].unique():
             wide[f"p vs Greedy-k ({METRIC_NAMES[metric]})"] = _p_against(per_query, metric, "Greedy-k")
+            if repeated:
+                wide[f"repeats above Greedy-k ({METRIC_NAMES[metric]})"] = _repeats_above(per_query, metric, "Greedy-k")
         bicut = wide.loc["BiCut", "F1"] if "BiCut" in wide.index else None
         wide["F1 gain over BiCut (%)"] = (wide["F1"] / bicut - 1) * 100 if bicut else None
         frames.append(wide.reset_index().assign(run=name))
         settings.append(f"{name}: {settings_caption(json.loads((Path(directory) / 'settings.json').read_text()))}")
     if not frames:
         raise StudyError("Choppy Table 1: no truncation results")
-    columns = ["run", "method", "F1", "DCG", "F1 gain over BiCut (%)", "p vs Greedy-k (F1)", "p vs Greedy-k (DCG)",
+    columns = ["run", "method", "F1", "sd (F1)", "DCG", "sd (DCG)", "F1 gain over BiCut (%)", "p vs Greedy-k (F1)",
+               "p vs Greedy-k (DCG)", "repeats above Greedy-k (F1)", "repeats above Greedy-k (DCG)",
                "mean cut (F1)", "cut sd (F1)", "cut rho (F1)", "mean cut (DCG)", "cut sd (DCG)", "cut rho (DCG)"]
-    table = pd.concat(frames, ignore_index=True).reindex(columns=columns)
+    table = pd.concat(frames, ignore_index=True)
+    table = table.reindex(columns=[column for column in columns if column in table.columns])
     order = {m: i for i, m in enumerate(["Oracle", "Fixed", "Greedy", "BiCut", "Choppy"])}
     table["_order"] = table["method"].map(lambda m: next((v for k, v in order.items() if m.startswith(k)), 9))
     table = table.sort_values(["run", "_order", "method"], key=lambda c: c.map(_natural) if c.name == "method" else c)
     table = table.drop(columns="_order").reset_index(drop=True)
     write_table(table, out_prefix, "Choppy paper Table 1: mean F1 and penalised DCG on the test queries when "
                 "each method cuts the ranked lists (BiCut: F1 only, as the paper); Greedy-k's k is its mean cut; "
+                "with repeats (settings): each cell is the mean over the repeats, sd its standard deviation over "
+                "them, p pools every repeat's test queries (pairs of one repeat and query), and 'repeats above' "
+                "counts the repeats whose mean beats Greedy-k's; "
                 "cut sd: the standard deviation of the per-query cuts (0: the same cut for every query); cut rho: "
                 "Spearman's correlation of the per-query cuts with the Oracle's; "
                 "p: paired Wilcoxon test against Greedy-k. Settings, " + "; ".join(settings) + ".")
@@ -54,12 +64,22 @@ def table1(study_dirs: Sequence[Path], names: Sequence[str], out_prefix: Path) -
 
 
 def _p_against(per_query: pd.DataFrame, metric: str, baseline: str) -> pd.Series:
-    """Per method, the paired Wilcoxon p-value of its per-query values against ``baseline``'s."""
+    """Per method, the paired Wilcoxon p-value of its per-query values against ``baseline``'s (pairs of one
+    repeat and query when the study has repeats)."""
     rows = per_query[per_query["metric"] == metric]
-    values = {method: dict(zip(group["qid"], group["value"])) for method, group in rows.groupby("method")}
+    keys = query_key(rows)
+    values = {method: dict(zip(keys[group.index], group["value"])) for method, group in rows.groupby("method")}
     if baseline not in values:
         return pd.Series(dtype=float)
     return pd.Series({method: wilcoxon_p(v, values[baseline]) for method, v in values.items() if method != baseline})
+
+
+def _repeats_above(per_query: pd.DataFrame, metric: str, baseline: str) -> pd.Series:
+    """Per method, in how many repeats its mean test value is above ``baseline``'s."""
+    means = per_query[per_query["metric"] == metric].groupby(["method", "repeat"])["value"].mean().unstack()
+    if baseline not in means.index:
+        return pd.Series(dtype=float)
+    return (means > means.loc[baseline]).sum(axis=1).drop(baseline)
 
 
 def settings_caption(settings: dict) -> str:
@@ -67,6 +87,11 @@ def settings_caption(settings: dict) -> str:
     split = settings["split"]
     parts = [f"top {settings['n']}, {split['train']}/{split.get('dev', 0)}/{split['test']} train/dev/test queries"
              + ("" if split.get("dev") else " (no dev set: every model trains all its epochs and keeps the last)")]
+    repeats = settings.get("repeats", 1)
+    if repeats > 1:
+        fixed = settings.get("split_from") == "query-id files"
+        parts.append(f"{repeats} repeats ({'the split of the query-id files' if fixed else 'a random split each'}, "
+                     f"trained with seeds seed + 0..{repeats - 1})")
     choppy = settings.get("choppy_f1") or settings.get("choppy_dcg")
     if choppy:
         epochs = "/".join(str(settings[f"choppy_{m}"]["epochs_run"]) for m in ("f1", "dcg") if f"choppy_{m}" in settings)
