@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import platform
+import shlex
 import sys
 import time
 from pathlib import Path
@@ -45,6 +46,8 @@ VARIANTS = {
     "d 32, 4 heads": {"d_model": 32, "heads": 4},
     "lr 3e-4": {"lr": 3e-4},
     "top 100": {"n": 100},
+    "top 100, dropout 0.3": {"n": 100, "dropout": 0.3},
+    "top 100, scores z-scored per list": {"n": 100, "score_scaling": "list"},
 }
 SPLIT = TruncationConfig(test_fraction=0.2, dev_fraction=0)
 RIDGE_RANKS = [1, 2, 3, 5, 10, 20, 30, 50, 75, 100, 150, 200, 300]
@@ -110,7 +113,7 @@ def main() -> None:
     Path(args.out).with_suffix(".json").write_text(json.dumps(rows, indent=1) + "\n")
     marks = [e for e in (5, 10, 15, 20, 30, 40, 60) if e <= args.epochs]
     lines = [f"# {__doc__.splitlines()[0]}", "",
-             f"`python bench/choppy_diagnose.py {' '.join(sys.argv[1:])}` on {platform.machine()} "
+             f"`python bench/choppy_diagnose.py {shlex.join(sys.argv[1:])}` on {platform.machine()} "
              f"({platform.processor() or 'cpu'}), {time.strftime('%Y-%m-%d')}, one thread; {args.system} lists, "
              f"{args.metric}, repeats {args.repeats}. Validation {args.metric} minus Greedy-k's (chosen on the inner "
              "training lists), mean over repeats, after each number of epochs; cut sd and rho (Spearman with the "

@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import json
 import platform
+import shlex
 import sys
 import time
 from pathlib import Path
@@ -129,7 +130,7 @@ def main() -> None:
                          "minutes": round((time.time() - start) / 60, 1)})
         print(json.dumps(rows[-2:]), file=sys.stderr)
     lines = [f"# {__doc__.splitlines()[0]}", "",
-             f"`python bench/choppy_second_impl.py {' '.join(sys.argv[1:])}` on {platform.machine()}, "
+             f"`python bench/choppy_second_impl.py {shlex.join(sys.argv[1:])}` on {platform.machine()}, "
              f"{time.strftime('%Y-%m-%d')}, one thread; {args.system} lists, {args.epochs} epochs.", "",
              "| split | F1 measured with | Greedy-k (k) | second, last epoch | second, best test epoch |",
              "|---|---|---|---|---|"]

@@ -148,7 +148,8 @@ def run_study(run: formats.Run, qrels: formats.Qrels, cfg: TruncationConfig, see
         choppy_cfg = _choppy_config(cfg)
         model, history = train_choppy(train, dev, choppy_cfg, seed, cfg.device)
         best_epoch = len(history) if dev is None else max(history, key=lambda h: h["dev_metric"])["epoch"]
-        settings[f"choppy_{metric}"] = {**asdict(choppy_cfg), "epochs_run": len(history), "best_epoch": best_epoch}
+        settings[f"choppy_{metric}"] = {**asdict(choppy_cfg), "epochs_run": len(history), "best_epoch": best_epoch,
+                                        "train_loss": [h["train_loss"] for h in history]}  # the learning curve
         cuts["Choppy"], _ = predict(model, test[0], test[2], cfg.device)
         _, probabilities = predict(model, train[0][:3], train[2][:3], cfg.device)
         fig1[metric] = {"qids": [qids[i] for i in split["train"][:3]], "tables": train[1][:3].tolist(),
