@@ -72,6 +72,7 @@ def train_and_test(scores, train_table, test_tables, split, seed: int, epochs: i
     c = torch.from_numpy(train_table)
     train, test = split["train"], split["test"]
     curves = {name: [] for name in test_tables}
+    curves["cuts"] = []
     for epoch in range(epochs):
         model.train()
         for batch in _shuffled_batches(len(train), rng):
@@ -87,8 +88,9 @@ def train_and_test(scores, train_table, test_tables, split, seed: int, epochs: i
                 cuts[batch] = model(x[test[batch]]).argmax(dim=1).numpy() + 1
         for name, tables in test_tables.items():
             curves[name].append(float(evaluate_cuts(tables[test], cuts).mean()))
+        curves["cuts"].append((float(cuts.mean()), float(cuts.std())))
         print(f"  epoch {epoch + 1}: loss {loss.item():.4f}, "
-              + ", ".join(f"test {name} {values[-1]:.4f}" for name, values in curves.items())
+              + ", ".join(f"test {name} {curves[name][-1]:.4f}" for name in test_tables)
               + f", cut {cuts.mean():.1f} ± {cuts.std():.1f}", file=sys.stderr, flush=True)
     return curves
 
@@ -127,15 +129,19 @@ def main() -> None:
                          "Greedy-k": float(tables_[split["test"], k - 1].mean()),
                          "second, last epoch": curves[table_name][-1],
                          "second, best test epoch (its selection)": max(curves[table_name]),
+                         "last epoch cut mean, sd": curves["cuts"][-1],
+                         "epochs with one cut for every list": sum(sd == 0 for _, sd in curves["cuts"]),
                          "minutes": round((time.time() - start) / 60, 1)})
         print(json.dumps(rows[-2:]), file=sys.stderr)
     lines = [f"# {__doc__.splitlines()[0]}", "",
              f"`python bench/choppy_second_impl.py {shlex.join(sys.argv[1:])}` on {platform.machine()}, "
              f"{time.strftime('%Y-%m-%d')}, one thread; {args.system} lists, {args.epochs} epochs.", "",
-             "| split | F1 measured with | Greedy-k (k) | second, last epoch | second, best test epoch |",
-             "|---|---|---|---|---|"]
+             "| split | F1 measured with | Greedy-k (k) | second, last epoch | second, best test epoch | last epoch's cut "
+             "| epochs with one cut for all |", "|---|---|---|---|---|---|---|"]
     lines += [f"| {r['split']} | {r['measure']} | {r['Greedy-k']:.3f} ({r['greedy_k']}) | {r['second, last epoch']:.3f} "
-              f"| {r['second, best test epoch (its selection)']:.3f} |" for r in rows]
+              f"| {r['second, best test epoch (its selection)']:.3f} | {r['last epoch cut mean, sd'][0]:.1f} ± "
+              f"{r['last epoch cut mean, sd'][1]:.1f} | {r['epochs with one cut for all']} of {args.epochs} |"
+              for r in rows]
     Path(args.out).write_text("\n".join(lines) + "\n")
     Path(args.out).with_suffix(".json").write_text(json.dumps(rows, indent=1) + "\n")
     print("\n".join(lines))

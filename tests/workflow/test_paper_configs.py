@@ -286,15 +286,15 @@ def test_choppy_lists_the_robust04_truncation_job(dry_runs):
     # BM25's lists, and DRMM's by 5-fold cross-validation: one dataset, training and test run per fold
     assert counts["train"] == counts["rerank"] == counts["examples"] == counts["store_collection"] == 5
     assert counts["index"] == 6 and counts["embeddings"] == 1 and counts["choppy_folds"] == 1
-    assert counts["choppy_study"] == counts["choppy_grid"] == 2
+    assert counts["choppy_study"] == 2 * 10 and counts["choppy_pool"] == counts["choppy_grid"] == 2  # 10 splits
     assert counts["choppy_table1"] == counts["claims"] == 1  # claims: the Choppy paper's, on both lists
     assert "efficiency" not in counts and "tk_table2" not in counts
     assert "--hits 300" in plan.of("first_stage")[0].shell
-    job = plan.one("choppy_study", "results/choppy/bm25/")
+    job = plan.one("choppy_study", "results/choppy/bm25/repeat0/")
     assert job.fields["input"] == "runs/robust04/bm25.test.run, data/robust04/qrels.test.txt"
     merge = plan.of("choppy_folds")[0]
     assert all(f"runs/robust04-fold{fold}/drmm.drmm-fold{fold}.s42.test.run" in merge.shell for fold in range(1, 6))
-    assert plan.one("choppy_study", "results/choppy/drmm/").fields["input"] == \
+    assert plan.one("choppy_study", "results/choppy/drmm/repeat9/").fields["input"] == \
         "runs/folds/drmm/test.run, runs/folds/drmm/qrels.test.txt"
     fold3 = next(job for job in plan.jobs if job.rule == "dataset_robust04_fold3")
     fold3 = fold3.json_arg("--config")["irds"]["splits"]
@@ -303,13 +303,15 @@ def test_choppy_lists_the_robust04_truncation_job(dry_runs):
     drmm = plan.one("train", "/drmm-fold2/")
     assert "--embeddings text/w2v/embeddings.npy" in drmm.shell
     assert "runs/robust04-fold2/drmm.drmm-fold2.s42.test.run" in plan.outputs
-    job = plan.one("choppy_study", "results/choppy/bm25/")
+    job = plan.one("choppy_study", "results/choppy/bm25/repeat0/")
     settings = job.json_arg("--config")
     assert settings["n"] == 300 and settings["grid_d"] == [32, 64, 128, 256] and settings["grid_heads"] == [1, 2, 4, 8]
     # the paper's model, every other setting stated (none inherited from the CPU default's)
-    assert settings["model"] == {"d_model": 128, "heads": 8, "layers": 3, "ff_dim": 128, "dropout": 0.1, "lr": 3e-4,
-                                  "batch_size": 16, "epochs": 100, "patience": 15, "score_scaling": "train",
+    assert settings["model"] == {"d_model": 128, "heads": 8, "layers": 3, "ff_layers": 1, "ff_dim": 128, "dropout": 0.1,
+                                  "lr": 1e-3, "batch_size": 64, "epochs": 15, "patience": 15, "score_scaling": "list",
                                   "position_init_std": 0.02}
+    assert settings["model_by_metric"] == {"dcg": {"epochs": 20, "patience": 20, "score_scaling": "train"}}
+    assert settings["repeats"] == 10 and settings["dev_fraction"] == 0
     assert settings["bicut"] == {"hidden": 128, "layers": 2, "dropout": 0.4, "epochs": 50}  # a multi-layer BiLSTM
     assert job.resources["gpu"] == "1"
 

@@ -44,6 +44,7 @@ class TruncationConfig:
     dev_fraction: float = 0.1  # 0: no dev set (the Choppy paper's 80/20 protocol: no model selection)
     fixed_k: list[int] = field(default_factory=lambda: [5, 10, 50])
     model: dict = field(default_factory=dict)  # Choppy's own settings (ChoppyConfig)
+    model_by_metric: dict = field(default_factory=dict)  # {metric: settings over ``model`` for that metric's Choppy}
     bicut: dict = field(default_factory=dict)
     bicut_alphas: list[float] = field(default_factory=list)  # tuned on dev when given
     grid_d: list[int] = field(default_factory=list)
@@ -59,6 +60,9 @@ class TruncationConfig:
             raise ValueError("test_fraction must be in (0, 1), dev_fraction in [0, 1), and they must sum below 1")
         if self.n < 1 or any(k < 1 for k in self.fixed_k):
             raise ValueError("n and every fixed k must be positive")
+        unknown = set(self.model_by_metric) - set(METRICS)
+        if unknown:
+            raise ValueError(f"model_by_metric: unknown metric(s) {sorted(unknown)}; expected {', '.join(METRICS)}")
 
 
 def split_queries(qids: Sequence[str], cfg: TruncationConfig, seed: int,
@@ -114,8 +118,10 @@ def _rank_correlation(cuts: np.ndarray, oracle_cuts: np.ndarray) -> float:
     return float(stats.spearmanr(cuts, oracle_cuts).statistic)
 
 
-def _choppy_config(cfg: TruncationConfig, **overrides) -> ChoppyConfig:
-    return from_dict(ChoppyConfig, {**cfg.model, "max_length": cfg.n, **overrides}, "choppy.model")
+def _choppy_config(cfg: TruncationConfig, metric: str, **overrides) -> ChoppyConfig:
+    """Choppy's settings for ``metric``: ``model``, then ``model_by_metric[metric]``, then ``overrides``."""
+    return from_dict(ChoppyConfig, {**cfg.model, **cfg.model_by_metric.get(metric, {}), "max_length": cfg.n,
+                                    **overrides}, "choppy.model")
 
 
 def _splits(run, qrels, cfg: TruncationConfig, seed: int, given_split):
@@ -145,7 +151,7 @@ def run_study(run: formats.Run, qrels: formats.Qrels, cfg: TruncationConfig, see
         cuts[f"Greedy-k (k={k})"] = np.full(len(test_qids), k)
         if metric == "f1":
             cuts["BiCut"], settings["bicut"] = _bicut_cuts(run, qrels, qids, split, train, dev, test, cfg, seed)
-        choppy_cfg = _choppy_config(cfg)
+        choppy_cfg = _choppy_config(cfg, metric)
         model, history = train_choppy(train, dev, choppy_cfg, seed, cfg.device)
         best_epoch = len(history) if dev is None else max(history, key=lambda h: h["dev_metric"])["epoch"]
         settings[f"choppy_{metric}"] = {**asdict(choppy_cfg), "epochs_run": len(history), "best_epoch": best_epoch,
@@ -175,7 +181,7 @@ def run_grid(run: formats.Run, qrels: formats.Qrels, cfg: TruncationConfig, seed
     for metric, _, _, train, dev, test in _splits(run, qrels, cfg, seed, given_split):
         for d_model in cfg.grid_d:
             for heads in cfg.grid_heads:
-                model, _ = train_choppy(train, dev, _choppy_config(cfg, d_model=d_model, heads=heads, layers=3),
+                model, _ = train_choppy(train, dev, _choppy_config(cfg, metric, d_model=d_model, heads=heads, layers=3),
                                         seed, cfg.device)
                 cuts, _ = predict(model, test[0], test[2], cfg.device)
                 rows.append({"metric": metric, "d_model": d_model, "heads": heads,

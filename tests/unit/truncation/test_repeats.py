@@ -124,6 +124,20 @@ def test_a_given_split_without_dev_and_the_repeats_of_a_study():
     assert fixed["settings"]["split_from"] == "query-id files" and fixed["settings"]["split"]["dev"] == 0
 
 
+def test_each_metrics_choppy_takes_its_own_settings():
+    run, qrels = toy_run(queries=30)
+    cfg = TruncationConfig(n=20, fixed_k=[5], model={"d_model": 8, "heads": 2, "layers": 1, "epochs": 1,
+                                                     "score_scaling": "list"},
+                           model_by_metric={"dcg": {"epochs": 2, "score_scaling": "train"}}, bicut={"epochs": 1},
+                           device="cpu")
+    settings = run_study(run, qrels, cfg, 1)["settings"]
+    assert (settings["choppy_f1"]["score_scaling"], settings["choppy_f1"]["epochs_run"]) == ("list", 1)
+    assert (settings["choppy_dcg"]["score_scaling"], settings["choppy_dcg"]["epochs_run"]) == ("train", 2)
+    assert len(settings["choppy_dcg"]["train_loss"]) == 2  # the learning curve
+    with pytest.raises(ValueError, match="model_by_metric"):
+        TruncationConfig(model_by_metric={"ndcg": {}})
+
+
 def test_listed_queries_without_judgments_are_left_out():
     run = {"1": [("d", 1.0)], "2": [("d", 1.0)]}
     assert judged_only(["1", "2", "3"], run, {"1": {"d": 1}}, "test.qids") == ["1", "3"]  # "3": reported later

@@ -92,14 +92,19 @@ def settings_caption(settings: dict) -> str:
         fixed = settings.get("split_from") == "query-id files"
         parts.append(f"{repeats} repeats ({'the split of the query-id files' if fixed else 'a random split each'}, "
                      f"trained with seeds seed + 0..{repeats - 1})")
-    choppy = settings.get("choppy_f1") or settings.get("choppy_dcg")
-    if choppy:
-        epochs = "/".join(str(settings[f"choppy_{m}"]["epochs_run"]) for m in ("f1", "dcg") if f"choppy_{m}" in settings)
-        parts.append(f"Choppy d={choppy['d_model']}, {choppy['heads']} heads, {choppy['layers']} layers, "
-                     f"ff {choppy['ff_dim']}, dropout {choppy['dropout']} (attention {choppy['attention_dropout']}), "
-                     f"Adam lr {choppy['lr']}, batch {choppy['batch_size']}, at most {choppy['epochs']} epochs "
-                     f"(patience {choppy['patience']}; ran {epochs} for F1/DCG), scores {choppy['score_scaling']}, "
-                     f"position init sd {choppy['position_init_std']}")
+    models = [settings[f"choppy_{m}"] for m in ("f1", "dcg") if f"choppy_{m}" in settings]
+    if models:
+        def value(key: str) -> str:
+            """One value, or one per metric ("a/b" for F1/DCG) where the metrics' Choppys differ."""
+            values = [str(model.get(key, "")) for model in models]
+            return values[0] if len(set(values)) == 1 else "/".join(values)
+
+        ff = "the paper's single ReLU layer" if value("ff_layers") == "1" else f"ff {value('ff_dim')}"
+        parts.append(f"Choppy d={value('d_model')}, {value('heads')} heads, {value('layers')} layers, {ff}, "
+                     f"dropout {value('dropout')} (attention {value('attention_dropout')}), Adam lr {value('lr')}, "
+                     f"batch {value('batch_size')}, at most {value('epochs')} epochs (patience {value('patience')}; "
+                     f"ran {value('epochs_run')}; a/b: F1/DCG), scores {value('score_scaling')}, position init sd "
+                     f"{value('position_init_std')}")
     bicut = settings.get("bicut")
     if bicut:
         tried = ", ".join(f"{alpha}" for alpha in bicut["f1_by_alpha"])
