@@ -389,7 +389,7 @@ def test_choppy_on_the_papers_lists_over_repeated_splits(tmp_path):
     assert result.returncode == 0, result.stderr
     counts = job_counts(result.stdout + result.stderr)
     assert counts == {"choppy_study": 2 * 10 + 2 * 3, "choppy_pool": 4, "choppy_table1": 1, "choppy_fig1": 1,
-                      "first_stage_table": 1, "claims": 1, "reproduction": 1, "all": 1, "total": 36}
+                      "claims": 1, "reproduction": 1, "all": 1, "total": 35}
     commands = [line for line in result.stdout.splitlines() if "rankstudy choppy-study" in line]
     assert sum("--repeat 9 " in command for command in commands) == 2  # bm25, drmm
     source = [command for command in commands if "/bm25.train.qids" in command]

@@ -88,7 +88,8 @@ class StudyPlan:
 
     def headline_tables(self) -> list[str]:
         """The table CSVs this config writes (those check-expected and the reproduction report read)."""
-        tables = ["results/tables/first_stage.csv"] + (["results/tables/tk_table2.csv"] if self.tk.table2_rows() else [])
+        tables = ["results/tables/first_stage.csv"] if self.studied else []  # none for given lists only
+        tables += ["results/tables/tk_table2.csv"] if self.tk.table2_rows() else []
         return tables + [path for path in self.tkl.outputs() + self.socialformer.outputs() + self.choppy.outputs()
                          if path.startswith("results/tables/")]
 
