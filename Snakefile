@@ -37,6 +37,7 @@ localrules:
     first_stage_table,
     tk_table2,
     tk_table3_4,
+    choppy_pool,
     choppy_table1,
     choppy_fig1,
     choppy_fig2,

@@ -51,8 +51,8 @@ def _tensors(data: Data, index, device: torch.device) -> list[torch.Tensor]:
 @contextmanager
 def _without_attention_fast_path():
     """PyTorch's inference fast path for attention (``torch._native_multi_head_attention``) with a padding
-    mask runs 3.5x slower on a CPU than the scaled-dot-product path that training takes, for the same values
-    (64 lists of 300, d 128, 8 heads, one thread: 1.75 s against 0.49 s a batch)."""
+    mask runs 3.2-3.6x slower on a CPU than the scaled-dot-product path that training takes, for the same
+    values (64 lists of 300, d 128, 8 heads, one thread: bench/choppy_predict.py)."""
     enabled = torch.backends.mha.get_fastpath_enabled()
     torch.backends.mha.set_fastpath_enabled(False)
     try:
