@@ -60,7 +60,7 @@ def assert_defaults_match(properties, defaults, where):
 SECTIONS = [
     (("neural", "training"), TrainConfig, {"device", "rel_threshold"}, set()),  # neural.device; the dev split's
     (("choppy",), TruncationConfig, set(), {"runs"}),
-    (("choppy", "model"), ChoppyConfig, {"max_length"}, set()),  # choppy.n
+    (("$choppy_model",), ChoppyConfig, {"max_length"}, set()),  # choppy.n; choppy.model and model_by_metric.*
     (("choppy", "bicut"), BiCutConfig, set(), set()),
     (("neural", "encoders", "*"), StudyEncoderConfig, set(), {"dataset", "embeddings"}),  # rule pretrain_encoder
     (("$synthetic",), SyntheticConfig, set(), set()),
@@ -76,3 +76,10 @@ def test_a_closed_section_names_the_dataclass_fields_and_their_defaults(path, cl
     fields = {field.name for field in dataclasses.fields(cls)}
     assert set(node["properties"]) - workflow_keys == fields - filled_in
     assert_defaults_match(node["properties"], field_defaults(cls), ".".join(path))
+
+
+def test_choppys_settings_and_each_metrics_are_the_one_closed_section():
+    choppy = section("choppy")["properties"]
+    assert choppy["model"]["allOf"] == [{"$ref": "#/$defs/choppy_model"}]
+    assert choppy["model_by_metric"]["additionalProperties"] is False
+    assert choppy["model_by_metric"]["properties"] == {metric: {"$ref": "#/$defs/choppy_model"} for metric in ("f1", "dcg")}
