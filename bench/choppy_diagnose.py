@@ -33,6 +33,7 @@ from rankstudy.models.choppy import ChoppyConfig
 from rankstudy.truncation.baselines import evaluate_cuts, greedy_k, oracle
 from rankstudy.truncation.choppy_train import predict, train_choppy
 from rankstudy.truncation.experiment import TruncationConfig, split_queries
+from rankstudy.truncation.repeats import repeat_seed
 from rankstudy.truncation.tables import build_tables
 
 PAPER = {"d_model": 128, "heads": 8, "layers": 3, "ff_layers": 1, "ff_dim": 128, "dropout": 0.1, "lr": 1e-3,
@@ -90,13 +91,13 @@ def main() -> None:
             tables_by_n[n] = build_tables(run, qrels, n, args.metric)
         qids, scores, tables, lengths = tables_by_n[n]
         for repeat in args.repeats:
-            outer = split_queries(qids, SPLIT, args.seed + repeat)["train"]
+            outer = split_queries(qids, SPLIT, repeat_seed(args.seed, repeat))["train"]
             inner = split_queries([qids[i] for i in outer], SPLIT, 1000 + args.seed + repeat)
             train, valid = outer[inner["train"]], outer[inner["test"]]
             part = lambda index: (scores[index], tables[index], lengths[index])  # noqa: E731
             cfg = ChoppyConfig(**settings, max_length=n, epochs=args.epochs, patience=args.epochs)
             start = time.time()
-            model, history = train_choppy(part(train), part(valid), cfg, args.seed + repeat, "cpu")
+            model, history = train_choppy(part(train), part(valid), cfg, repeat_seed(args.seed, repeat), "cpu")
             cuts, _ = predict(model, scores[valid], lengths[valid], "cpu")
             k = greedy_k(tables[train])
             best_cut = oracle(tables[valid])[1]

@@ -37,6 +37,7 @@ from torch import nn
 from rankstudy import formats
 from rankstudy.truncation.baselines import evaluate_cuts, greedy_k
 from rankstudy.truncation.experiment import TruncationConfig, split_queries
+from rankstudy.truncation.repeats import repeat_seed
 from rankstudy.truncation.tables import build_tables
 
 N = 300
@@ -113,7 +114,7 @@ def main() -> None:
     _, _, top_f1, _ = build_tables(run, qrels, N, "f1", recall_base="top_n")
     tables = {"F1 (qrels)": qrels_f1, "F1 (top 300)": top_f1}
     splits = {f"random split {r}": split_queries(qids, TruncationConfig(test_fraction=0.2, dev_fraction=0),
-                                                 args.seed + r) for r in args.repeats}
+                                                 repeat_seed(args.seed, r)) for r in args.repeats}
     if args.source_split:
         given = {part: formats.read_ids(lists / f"{args.system}.{part}.qids", "qid") for part in ("train", "test")}
         splits["source split"] = split_queries(qids, TruncationConfig(), args.seed,

@@ -212,7 +212,7 @@ def judged_only(qids: Sequence[str], run: formats.Run, qrels: formats.Qrels, pat
     unjudged = [qid for qid in qids if qid in run and not qrels.get(qid)]
     if unjudged:
         log.info("%s: left out %d listed queries without judgments: %s", path, len(unjudged), ", ".join(unjudged))
-    return [qid for qid in qids if qid not in unjudged]
+    return [qid for qid in qids if qid not in set(unjudged)]
 
 
 def run_from_files(run_path: Path, qrels_path: Path, settings: Mapping[str, Any], seed: int, out_dir: Path | None,
