@@ -26,6 +26,7 @@ ROW_KEYS = {
     "tkl_table1": ["system"],
     "tkl_table2": ["system"],
     "tkl_evidence": ["evidence starts"],
+    "tkl_regions": ["region"],
     "socialformer_table1": ["system"],
     "socialformer_table2": ["system"],
     "choppy_table1": ["run", "method"],

@@ -98,8 +98,13 @@ rule tkl_fig3:
         report("results/figures/tkl_fig3.png", caption="../report/tkl_figures.rst", category="4. TKL"),
         "results/figures/tkl_fig3.pdf",
         "results/figures/tkl_fig3.csv",
+        "results/tables/tkl_regions.csv",
+        multiext("results/tables/tkl_regions", ".md", ".tex"),
     log: "logs/report/tkl_fig3.log"
     conda: "../../environment.yml"
-    params: prefix=lambda wildcards, output: output[0].removesuffix(".png")
+    params:
+        prefix=lambda wildcards, output: output[0].removesuffix(".png"),
+        table=lambda wildcards, output: output[3].removesuffix(".csv"),
     shell:
-        "python -m rankstudy tkl-report fig3 --regions {input} --out-prefix {params.prefix} 2> {log}"
+        "python -m rankstudy tkl-report fig3 --regions {input} --out-prefix {params.prefix}"
+        " --table-prefix {params.table} 2> {log}"

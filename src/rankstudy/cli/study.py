@@ -67,11 +67,12 @@ def _check_expected_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _reproduction(args: argparse.Namespace) -> None:
-    from rankstudy.report.reproduction import reproduction, write_reproduction
+    from rankstudy.report.reproduction import claim_directions, reproduction, write_reproduction
 
     comparable = not args.not_comparable
     table = reproduction(args.reported, args.tables_dir, comparable)
-    write_reproduction(table, Path(args.out_prefix), comparable)
+    directions = claim_directions(args.claims) if args.claims else None
+    write_reproduction(table, Path(args.out_prefix), comparable, directions)
     log.info("reproduction: %s", ", ".join(f"{n} {s}" for s, n in table["status"].value_counts().items())
              if comparable else "this config's data is not comparable with the papers'")
 
@@ -80,6 +81,7 @@ def _reproduction(args: argparse.Namespace) -> None:
 def _reproduction_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--reported", nargs="*", default=[], help="reported-cells files (config/paper/reported/*.yaml)")
     p.add_argument("--tables-dir", default="results/tables", help="the run's table folder (results/tables/NAME.csv)")
+    p.add_argument("--claims", help="the claims scoreboard (results/claims.csv): lists the paper claims' directions")
     p.add_argument("--not-comparable", action="store_true",
                    help="this config's data is not the papers' (the synthetic default): say so, compare nothing")
     p.add_argument("--out-prefix", required=True, help="writes PREFIX.csv and PREFIX.md")

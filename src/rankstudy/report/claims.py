@@ -9,6 +9,11 @@ on one measure, with a paired test (``rankstudy.significance``) at level alpha:
   "at most 0.01 worse").
 - ``bounds``: A >= B on every query (an upper bound such as the Oracle's; no test, no p).
 
+Each claim names its source: ``paper`` (the paper says it; ``quote`` holds its sentence) or ``study`` (the
+study's own check, e.g. one the synthetic data makes possible). Besides the outcome, the scoreboard says
+whether the direction agrees (A above B, within the margin for not_worse) whatever the test's p: the
+default study's data is not the papers', so for it the direction is what compares with the paper.
+
 The workflow resolves every reference to a file and marks a claim "not run" when this config does
 not produce its systems; this module only reads the per-query values and decides. A claim that fails
 is reported failing.
@@ -27,13 +32,14 @@ from rankstudy.atomic import atomic_open
 from rankstudy.errors import StudyError
 from rankstudy.evaluate import read_metrics
 from rankstudy.formats import read_qrels
-from rankstudy.report.tables import metric_rows, per_query_values
+from rankstudy.report.tables import docs_per_ms, metric_rows, per_query_values
 from rankstudy.significance import TESTS
 from rankstudy.truncation.repeats import method_name, query_key
 
 HOLDS, FAILS, NOT_RUN = "holds", "fails", "not run"
-COLUMNS = ["id", "paper", "claim", "measure", "on", "A", "B", "mean A", "mean B", "difference", "test", "p",
-           "alpha", "margin", "queries", "outcome", "note"]
+COLUMNS = ["id", "paper", "source", "claim", "measure", "on", "A", "B", "mean A", "mean B", "difference", "test", "p",
+           "alpha", "margin", "queries", "outcome", "direction agrees", "note", "quote"]
+SOURCES = ("paper", "study")
 TOLERANCE = 1e-12  # "bounds": ties within float noise are not violations
 
 
@@ -42,6 +48,13 @@ def reference_values(ref: Mapping[str, Any], measure: str) -> dict[str, float]:
     if "value" in ref:
         raise StudyError("a fixed value has no per-query values")
     path = ref["path"]
+    if "model" in ref:  # results/efficiency.csv: one measured throughput, not per query
+        if measure != "docs/ms":
+            raise StudyError(f"{path}: the efficiency benchmark measures docs/ms, not {measure}")
+        _, speed = docs_per_ms(path)
+        if ref["model"] not in speed:
+            raise StudyError(f"{path}: no docs/ms of model {ref['model']!r} (models: {', '.join(sorted(speed))})")
+        return {"benchmark": float(speed[ref["model"]])}
     if "method" in ref:  # results/choppy/{name}/per_query.csv: metric, method, qid, value, cut[, repeat]
         try:
             rows = pd.read_csv(path, dtype={"qid": str})
@@ -89,26 +102,30 @@ def evaluate(claim: Mapping[str, Any], a: Mapping[str, float], b: Mapping[str, f
     alpha = claim.get("alpha", 0.05)
     if direction == "bounds":
         below = sum(a[qid] < b[qid] - TOLERANCE for qid in a)
-        return {**result, "outcome": HOLDS if below == 0 else FAILS,
+        return {**result, "outcome": HOLDS if below == 0 else FAILS, "direction agrees": "yes" if below == 0 else "no",
                 "note": f"{below} of {len(a)} queries below B"}
     if test not in TESTS:
         raise StudyError(f"claim {claim['id']}: unknown test {test!r}; expected one of {', '.join(TESTS)}")
     if direction == "better":
         p = TESTS[test](a, b)
-        holds = result["difference"] > 0 and p < alpha
+        agrees = result["difference"] > 0
     elif direction == "not_worse":
         margin = claim["margin"]
         p = TESTS[test]({qid: value + margin for qid, value in a.items()}, b, alternative="greater")
         # the mean too: Wilcoxon's ranks let many small wins outvote one query lost entirely
-        holds = p < alpha and result["difference"] >= -margin
+        agrees = result["difference"] >= -margin
     else:
         raise StudyError(f"claim {claim['id']}: unknown direction {direction!r}; expected better, not_worse or bounds")
-    return {**result, "p": p, "outcome": HOLDS if holds else FAILS}
+    return {**result, "p": p, "outcome": HOLDS if agrees and p < alpha else FAILS,
+            "direction agrees": "yes" if agrees else "no"}
 
 
 def claim_row(claim: Mapping[str, Any]) -> dict[str, Any]:
     """One scoreboard row: the claim's resolved spec (see the rule ``claims``), evaluated."""
-    row = {"id": claim["id"], "paper": claim["paper"], "claim": claim["statement"], "measure": claim["measure"],
+    if claim.get("source") not in SOURCES:
+        raise StudyError(f"claim {claim['id']}: source must be one of {', '.join(SOURCES)}, got {claim.get('source')!r}")
+    row = {"id": claim["id"], "paper": claim["paper"], "source": claim["source"], "quote": claim.get("quote", ""),
+           "claim": claim["statement"], "measure": claim["measure"],
            "on": claim.get("on", ""), "A": claim["a"]["label"], "B": claim["b"]["label"],
            "test": "" if claim["direction"] == "bounds" else claim.get("test", "wilcoxon"),
            "alpha": claim.get("alpha", 0.05), "margin": claim.get("margin")}
@@ -135,9 +152,10 @@ def write_scoreboard(table: pd.DataFrame, out_prefix) -> None:
     prefix = Path(out_prefix)
     with atomic_open(prefix.parent / f"{prefix.name}.csv") as out:
         table.to_csv(out, index=False)
-    counts = table["outcome"].value_counts()
-    summary = ", ".join(f"{counts.get(o, 0)} {o}" for o in (HOLDS, FAILS, NOT_RUN))
-    shown = table.drop(columns=["test", "alpha", "margin"]).copy()
+    summary = "; ".join(f"{source} claims: " + ", ".join(
+        f"{(part['outcome'] == o).sum()} {o}" for o in (HOLDS, FAILS, NOT_RUN))
+        for source, part in ((s, table[table["source"] == s]) for s in SOURCES))
+    shown = table.drop(columns=["test", "alpha", "margin", "quote"]).copy()
     shown["p"] = [f"{p:.2g}" if pd.notna(p) else "" for p in table["p"]]
     shown["queries"] = [f"{int(n)}" if pd.notna(n) else "" for n in table["queries"]]
     shown["claim"] = [f"{text} ({_test_words(row)})" for text, (_, row) in zip(table["claim"], table.iterrows())]
@@ -145,7 +163,9 @@ def write_scoreboard(table: pd.DataFrame, out_prefix) -> None:
     markdown = shown.to_markdown(index=False, floatfmt=".4f", missingval="")
     with atomic_open(prefix.parent / f"{prefix.name}.md") as out:
         out.write(f"Claims scoreboard: {summary} (config `claims:`, docs/claims.md). A claim that fails is "
-                  f"reported failing; \"not run\": this config does not produce its systems.\n\n{markdown}\n")
+                  f"reported failing; \"not run\": this config does not produce its systems. source: paper, a claim the paper "
+                  f"makes (its sentence in results/claims.csv, quote), or study, the study's own check; direction agrees: "
+                  f"A is above B (within the margin) whatever the test says.\n\n{markdown}\n")
 
 
 def _test_words(row: pd.Series) -> str:

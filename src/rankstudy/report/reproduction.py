@@ -11,7 +11,16 @@ Rows and columns are named as in the study's own tables (the config's labels), a
 expected-results reader, so a reported file names cells exactly as ``config/expected/*.yaml`` does.
 Where our table gives a cell's spread over repeats (a column "sd (COLUMN)", Choppy's repeated splits), the
 report shows it and whether the paper's value lies within one sd of ours.
-A config whose data is not the papers' (the default, synthetic study) says so plainly and compares nothing.
+
+A table may also give the paper's significance superscripts: ``letters`` (the paper's rows in its own order,
+so that a is the first) and ``significance`` (per row, one string of letters per column, as printed: "a-fh" is
+a, b, c, d, e, f and h; "" none; null not legible). The report names the rows a cell is significantly better
+than in the paper ("paper sig") and in our table (its "COLUMN sig" letters, a, b, ... in our row order), and
+whether the two sets agree.
+
+A config whose data is not the papers' (the default, synthetic study) compares no numbers; it lists the paper
+claims of the scoreboard (``results/claims.csv``, claims with ``source: paper``) with whether each holds here,
+i.e. whether its direction agrees with the paper's.
 """
 
 from __future__ import annotations
@@ -25,14 +34,34 @@ import yaml
 from rankstudy.atomic import atomic_open
 from rankstudy.errors import StudyError
 from rankstudy.expected import ROW_KEYS, table_cells
+from rankstudy.significance import row_letters
 
 COLUMNS = ["paper", "paper table", "table", "row", "column", "reported", "ours", "difference", "our sd", "within sd",
-           "margin", "reproduced", "status"]
+           "margin", "reproduced", "paper sig", "our sig", "sig agrees", "status"]
+DIRECTION_COLUMNS = ["id", "paper", "claim", "outcome", "direction agrees"]
 COMPARED, NOT_REPORTED, NOT_RUN = "compared", "not reported", "not run"
 NOT_COMPARABLE = ("This config does not run the papers' datasets (the default study's collections are synthetic), "
                   "so its numbers are not comparable with the papers' reported values and none are compared. The paper "
                   "configs (config/paper/*.yaml) run the papers' datasets; their reported cells are in "
-                  "config/paper/reported/.")
+                  "config/paper/reported/. The direction of each paper claim can be compared: below, every claim of "
+                  "the scoreboard whose source is a paper, with whether it holds on this config's data.")
+
+
+def expand_letters(text: str) -> list[str]:
+    """A paper's significance superscript as letters: "a-fhj" -> a, b, c, d, e, f, h, j."""
+    letters, i = [], 0
+    while i < len(text):
+        if i + 2 < len(text) and text[i + 1] == "-":
+            if not text[i] < text[i + 2]:
+                raise ValueError(f"range {text[i:i + 3]!r} does not ascend")
+            letters += [chr(c) for c in range(ord(text[i]), ord(text[i + 2]) + 1)]
+            i += 3
+        else:
+            letters.append(text[i])
+            i += 1
+    if not all("a" <= letter <= "z" for letter in letters):
+        raise ValueError(f"{text!r}: expected letters a-z and ranges such as a-f")
+    return letters
 
 
 def read_reported(path) -> dict[str, Any]:
@@ -58,7 +87,35 @@ def read_reported(path) -> dict[str, Any]:
                     not all(v is None or isinstance(v, (int, float)) for v in values):
                 raise StudyError(f"{where}: row {row!r}: expected {len(spec['columns'])} values (numbers or null), "
                                  f"one per column {spec['columns']}, got {values!r}")
+        _check_significance(spec, where)
     return data
+
+
+def _check_significance(spec: Mapping[str, Any], where: str) -> None:
+    """``letters`` (the paper's rows in order) and ``significance`` (row: a superscript or null per column)."""
+    significance = spec.get("significance")
+    if significance is None:
+        return
+    letters = spec.get("letters")
+    if not isinstance(letters, list) or not letters or not all(isinstance(name, str) for name in letters):
+        raise StudyError(f"{where}: significance needs letters: the paper's row names in its order (a, b, ...)")
+    if not isinstance(significance, dict):
+        raise StudyError(f"{where}: significance: expected a mapping row: superscripts")
+    for row, marks in significance.items():
+        if row not in spec["rows"]:
+            raise StudyError(f"{where}: significance: row {row!r} is not one of rows")
+        if not isinstance(marks, list) or len(marks) != len(spec["columns"]) or \
+                not all(mark is None or isinstance(mark, str) for mark in marks):
+            raise StudyError(f"{where}: significance: row {row!r}: expected {len(spec['columns'])} strings or null, "
+                             f"one per column, got {marks!r}")
+        for mark in marks:
+            try:
+                unknown = [letter for letter in expand_letters(mark or "") if ord(letter) - ord("a") >= len(letters)]
+            except ValueError as error:
+                raise StudyError(f"{where}: significance: row {row!r}: {error}") from None
+            if unknown:
+                raise StudyError(f"{where}: significance: row {row!r}: letter {unknown[0]!r} names no row of letters "
+                                 f"({len(letters)} rows)")
 
 
 def compare(reported: Mapping[str, Any], tables_dir) -> list[dict[str, Any]]:
@@ -67,12 +124,38 @@ def compare(reported: Mapping[str, Any], tables_dir) -> list[dict[str, Any]]:
     for table, spec in reported["tables"].items():
         path = Path(tables_dir) / f"{table}.csv"
         ours = table_cells(path, ROW_KEYS[table], []) if path.is_file() else {}
+        our_marks = _our_significance(path, ROW_KEYS[table]) if path.is_file() else {}
+        paper_marks = spec.get("significance") or {}
         for row, values in spec["rows"].items():
-            for column, value in zip(spec["columns"], values):
+            for i, (column, value) in enumerate(zip(spec["columns"], values)):
                 mine = ours.get(row, {})
-                rows.append(_cell(reported["paper"], spec, table, row, column, value, mine.get(column),
-                                  mine.get(f"sd ({column})")))
+                cell = _cell(reported["paper"], spec, table, row, column, value, mine.get(column),
+                             mine.get(f"sd ({column})"))
+                paper_mark = paper_marks.get(row, [None] * len(values))[i]
+                cell.update(_significance(None if paper_mark is None else
+                                          [spec["letters"][ord(c) - ord("a")] for c in expand_letters(paper_mark)],
+                                          our_marks.get(row, {}).get(column)))
+                rows.append(cell)
     return rows
+
+
+def _our_significance(path: Path, keys: list[str]) -> dict[str, dict[str, list[str]]]:
+    """{row: {column: names of the rows it is significantly better than}} from a table's "COLUMN sig" letters
+    (a, b, ... in the table's row order)."""
+    table = pd.read_csv(path, dtype=str, keep_default_na=False)
+    names = table[keys].agg(" | ".join, axis=1).tolist()
+    by_letter = dict(zip(row_letters(len(names)), names))
+    marks = {}
+    for column in (c for c in table.columns if c.endswith(" sig")):
+        for name, letters in zip(names, table[column]):
+            marks.setdefault(name, {})[column[:-len(" sig")]] = [by_letter[letter] for letter in letters]
+    return marks
+
+
+def _significance(paper: list[str] | None, ours: list[str] | None) -> dict[str, str]:
+    shown = lambda names: "" if names is None else (", ".join(names) or "none")  # noqa: E731
+    agrees = "" if paper is None or ours is None else ("yes" if set(paper) == set(ours) else "no")
+    return {"paper sig": shown(paper), "our sig": shown(ours), "sig agrees": agrees}
 
 
 def _cell(paper: str, spec: Mapping[str, Any], table: str, row: str, column: str,
@@ -88,6 +171,26 @@ def _cell(paper: str, spec: Mapping[str, Any], table: str, row: str, column: str
             "margin": margin, "reproduced": reproduced, "status": status}
 
 
+def claim_directions(claims_csv) -> pd.DataFrame:
+    """The paper claims of a scoreboard (results/claims.csv), one row per claim: its outcome and whether its
+    direction agrees with the paper's on every comparison ("no" if one disagrees, "" if none was run)."""
+    try:
+        claims = pd.read_csv(claims_csv, keep_default_na=False)
+    except (OSError, ValueError) as error:
+        raise StudyError(f"{claims_csv}: cannot read the claims scoreboard: {error}") from None
+    missing = {"id", "paper", "source", "claim", "outcome", "direction agrees"} - set(claims.columns)
+    if missing:
+        raise StudyError(f"{claims_csv}: not a claims scoreboard (no column {', '.join(sorted(missing))})")
+    rows = []
+    for claim_id, part in claims[claims["source"] == "paper"].groupby("id", sort=False):
+        agrees = [value for value in part["direction agrees"] if value]
+        outcomes = set(part["outcome"])
+        rows.append({"id": claim_id, "paper": part["paper"].iloc[0], "claim": part["claim"].iloc[0],
+                     "outcome": outcomes.pop() if len(outcomes) == 1 else ", ".join(part["outcome"]),
+                     "direction agrees": "" if not agrees else "yes" if all(v == "yes" for v in agrees) else "no"})
+    return pd.DataFrame(rows, columns=DIRECTION_COLUMNS)
+
+
 def reproduction(reported_paths: Sequence[str | Path], tables_dir, comparable: bool = True) -> pd.DataFrame:
     if not comparable:
         return pd.DataFrame(columns=COLUMNS)
@@ -95,8 +198,10 @@ def reproduction(reported_paths: Sequence[str | Path], tables_dir, comparable: b
     return pd.DataFrame(rows, columns=COLUMNS)
 
 
-def write_reproduction(table: pd.DataFrame, out_prefix, comparable: bool = True) -> None:
-    """PREFIX.csv (full precision) and PREFIX.md (a count per status, then a table per paper), atomically."""
+def write_reproduction(table: pd.DataFrame, out_prefix, comparable: bool = True,
+                       directions: pd.DataFrame | None = None) -> None:
+    """PREFIX.csv (full precision) and PREFIX.md (a count per status, then a table per paper, then the paper
+    claims' directions when ``directions`` is given), atomically."""
     prefix = Path(out_prefix)
     with atomic_open(prefix.parent / f"{prefix.name}.csv") as out:
         table.to_csv(out, index=False)
@@ -112,5 +217,12 @@ def write_reproduction(table: pd.DataFrame, out_prefix, comparable: bool = True)
             shown = cells.drop(columns=["paper"]).astype(object)
             shown = shown.where(shown.notna(), None)  # tabulate shows None, not NaN, as missingval
             text += f"\n## {paper}\n\n{shown.to_markdown(index=False, floatfmt='.4f', missingval='')}\n"
+    if directions is not None:
+        counts = directions["direction agrees"].value_counts()
+        text += (f"\n## The papers' claims: does the direction agree?\n\nEvery claim of the scoreboard "
+                 f"(results/claims.md) whose source is a paper: {counts.get('yes', 0)} agree, {counts.get('no', 0)} "
+                 "disagree, the others were not run. \"direction agrees\": A is above B (within the claim's margin) "
+                 "on each of its comparisons, whatever the test's p; the outcome adds the test.\n\n"
+                 f"{directions.to_markdown(index=False)}\n")
     with atomic_open(prefix.parent / f"{prefix.name}.md") as out:
         out.write(text)

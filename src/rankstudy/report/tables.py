@@ -10,6 +10,7 @@ import pandas as pd
 
 from rankstudy.atomic import atomic_open
 from rankstudy.errors import StudyError
+from rankstudy.report.columns import speed_column
 from rankstudy.evaluate import ALL, read_metrics
 from rankstudy.significance import row_letters, significance_letters
 
@@ -94,7 +95,7 @@ def docs_per_ms(efficiency_csv) -> tuple[str, dict[str, float]]:
     table = pd.read_csv(efficiency_csv)
     device = "cuda" if (table["device"] == "cuda").any() else "cpu"
     rows = table[table["device"] == device]
-    return f"docs/ms ({'GPU' if device == 'cuda' else 'CPU'})", dict(zip(rows["model"], rows["docs_per_ms"]))
+    return speed_column(device), dict(zip(rows["model"], rows["docs_per_ms"]))
 
 
 def system_frame(metrics: pd.DataFrame, rows: Sequence[Mapping[str, Any]],

@@ -9,6 +9,8 @@ from rankstudy.config import ConfigError
 from rankstudy.papers.choppy.plan import MEASURES as CHOPPY_MEASURES
 
 Ref = dict[str, Any]
+SPEED = "docs/ms"  # a claim on the efficiency benchmark's throughput (results/efficiency.csv), not per query
+EFFICIENCY_CSV = "results/efficiency.csv"
 
 
 def _error(claim: Mapping[str, Any], message: str) -> ConfigError:
@@ -53,9 +55,22 @@ def _choppy_ref(plan, claim, ref) -> tuple[Ref, str | None]:
             "path": f"results/choppy/{name}/per_query.csv"}, reason
 
 
+def _speed_ref(plan, claim, ref) -> tuple[Ref, str | None]:
+    if "model" not in ref:
+        raise _error(claim, f"a {SPEED} claim compares efficiency models ({{model: NAME}})")
+    models = plan.config["neural"].get("efficiency", {}).get("models", {})
+    if ref["model"] not in models:
+        raise _error(claim, f"model {ref['model']!r} is not a key of neural.efficiency.models")
+    return {"label": ref.get("label", ref["model"]), "model": ref["model"], "path": EFFICIENCY_CSV}, None
+
+
 def _ref(plan, claim, ref) -> tuple[Ref, str | None]:
     if "value" in ref:
         return {"label": ref.get("label", f"{ref['value']:g}"), "value": ref["value"]}, None
+    if claim["measure"] == SPEED:
+        return _speed_ref(plan, claim, ref)
+    if "model" in ref:
+        raise _error(claim, f"{{model: ...}} is an efficiency model: the claim's measure must be {SPEED}")
     if "choppy" in claim:
         return _choppy_ref(plan, claim, ref)
     if "method" in ref:
@@ -66,6 +81,12 @@ def _ref(plan, claim, ref) -> tuple[Ref, str | None]:
 def _where(plan, claim) -> tuple[str, str | None]:
     """The claim's dataset and split (or choppy run) and query subset in words, checked; a not-run
     reason or None."""
+    if claim["measure"] == SPEED:
+        if "choppy" in claim or "dataset" in claim or "subset" in claim:
+            raise _error(claim, f"a {SPEED} claim compares efficiency models; it has no dataset, subset or choppy run")
+        if claim["direction"] != "bounds":
+            raise _error(claim, f"a {SPEED} claim compares one measured number each: direction bounds (A >= B)")
+        return "the efficiency benchmark", None
     if "choppy" in claim:
         if claim["choppy"] not in plan.choppy.section["runs"]:
             raise _error(claim, f"choppy {claim['choppy']!r} is not a key of choppy.runs")
@@ -110,8 +131,8 @@ def resolve_claims(plan) -> list[dict[str, Any]]:
             raise _error(claim, "a is a system; only b may be a fixed value")
         for b_ref in claim["b"] if isinstance(claim["b"], list) else [claim["b"]]:
             b, reason_b = _ref(plan, claim, b_ref)
-            row = {key: claim[key] for key in ("id", "paper", "statement", "measure", "direction", "test", "alpha",
-                                               "margin") if key in claim}
+            row = {key: claim[key] for key in ("id", "paper", "source", "quote", "statement", "measure", "direction",
+                                               "test", "alpha", "margin") if key in claim}
             row.update(on=where, a=a, b=b, not_run="; ".join(r for r in (reason, reason_a, reason_b) if r) or None)
             if "subset" in claim:
                 dataset, split = claim["dataset"], claim["split"]

@@ -10,6 +10,7 @@ from rankstudy.papers.choppy.plan import ChoppyOutputs
 from rankstudy.papers.socialformer.plan import SocialformerOutputs
 from rankstudy.papers.tk.plan import TKOutputs
 from rankstudy.papers.tkl.plan import TKLOutputs
+from rankstudy.report.columns import speed_column
 from rankstudy.study.checks import check_plan, check_references
 from rankstudy.study.claims import resolve_claims
 from rankstudy.study.runs import Run, plan_runs, system_run
@@ -85,6 +86,15 @@ class StudyPlan:
     @cached_property
     def choppy(self) -> ChoppyOutputs:
         return ChoppyOutputs(self)
+
+    @property
+    def speed_column(self) -> str:
+        """The tables' docs/ms column: the efficiency benchmark runs on neural.device."""
+        return speed_column(self.config["neural"].get("device", "cpu"))
+
+    def table_layout(self) -> dict[str, dict[str, list[str]]]:
+        """{table: {rows, columns}}: the row names and value columns of the paper tables this config writes."""
+        return {**self.tk.layout(), **self.tkl.layout(), **self.socialformer.layout(), **self.choppy.layout()}
 
     def headline_tables(self) -> list[str]:
         """The table CSVs this config writes (those check-expected and the reproduction report read)."""

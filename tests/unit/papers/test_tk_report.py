@@ -60,7 +60,8 @@ def test_table2_rows_columns_and_significance(tmp_path):
     qids = [str(i) for i in range(30)]
     low = {q: 0.2 + 0.01 * i for i, q in enumerate(qids)}
     high = {q: v + 0.2 for q, v in low.items()}
-    csvs = [metric_csv(tmp_path / f"{s}.{split}.csv", s, split, high if s.startswith("tk") else low)
+    csvs = [metric_csv(tmp_path / f"{s}.{split}.csv", s, split, high if s.startswith("tk") else low,
+                       measures=("AP", "nDCG", "nDCG@10", "RR@10", "P@10"))
             for s in ("bm25", "tk.p1.s1", "tk.p1.s1-full") for split in ("dev", "test")]
     rows = [{"run": "BM25", "model": None, "dataset": "d", "rerank": "bm25", "full": "bm25", "baseline": "bm25"},
             {"run": "p1", "model": "tk", "dataset": "d", "rerank": "tk.p1.s1", "full": "tk.p1.s1-full", "baseline": "bm25"}]
@@ -69,6 +70,10 @@ def test_table2_rows_columns_and_significance(tmp_path):
     table = table2(csvs, rows, tmp_path / "t2", depth=100, efficiency_csv=efficiency)
     assert list(table["run"]) == ["BM25", "p1"]
     assert table.loc[1, "test re-rank nDCG@10"] == pytest.approx(np.mean(list(high.values())))
+    # the notebook's columns: MAP, nDCG (whole ranking), MRR@10 on dev; MAP, nDCG, P@10 per test task; nDCG@10 beside
+    assert [c for c in table.columns if c.startswith("dev ")] == ["dev AP", "dev nDCG", "dev nDCG@10", "dev RR@10"]
+    assert [c for c in table.columns if c.startswith("test full ")] == \
+        ["test full AP", "test full nDCG", "test full nDCG@10", "test full P@10"]
     assert table.loc[1, "p vs BM25"] < 0.001 and pd.isna(table.loc[0, "p vs BM25"])
     assert table.loc[1, "docs/ms (CPU)"] == 0.5
     assert (tmp_path / "t2.md").read_text().startswith("TK paper Table 2")

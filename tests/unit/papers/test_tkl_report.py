@@ -12,7 +12,7 @@ from helpers import assert_drawn, metric_csv
 from rankstudy.errors import StudyError
 from rankstudy.formats import write_qrels, write_run
 from rankstudy.papers.tkl.report import (evidence_table, length_figure, max_length_figure, region_figure,
-                                      system_table)
+                                      region_shares, system_table)
 
 MEASURES = ("nDCG@10", "RR@10", "AP@100")
 
@@ -104,3 +104,14 @@ def test_max_length_and_region_figures(tmp_path):
     counts = region_figure(tmp_path / "regions.csv", tmp_path / "fig3")
     assert counts.groupby("region")["count"].sum().to_dict() == {1: 1, 2: 1, 3: 1}  # the -1 (no region) is left out
     assert (tmp_path / "fig3.pdf").exists()
+
+
+def test_region_shares_count_the_regions_starting_after_a_word(tmp_path):
+    """The paper's Fig. 3 text: the share of each top region that starts after the 500th word."""
+    regions = pd.DataFrame({"qid": ["1"] * 7, "docid": list("aaabbbc"), "region": [1, 2, 3, 1, 2, 3, 1],
+                            "start": [0, 499, 500, 700, 40, 1500, -1], "end": [0] * 7})
+    regions.to_csv(tmp_path / "regions.csv", index=False)
+    table = region_shares(tmp_path / "regions.csv", tmp_path / "shares", after=500)
+    assert table.to_dict("list") == {"region": ["1", "2", "3"], "regions": [2, 2, 2],
+                                     "share after 500": [0.5, 0.0, 1.0]}  # 499 is the 500th word, not after it
+    assert "24.5, 41.5 and 46.4 %" in (tmp_path / "shares.md").read_text()

@@ -21,8 +21,8 @@ EVEN = {q: v + (0.01 if i % 2 else -0.01) for i, (q, v) in enumerate(BASE.items(
 
 
 def claim(**overrides):
-    return {"id": "c", "paper": "P", "statement": "A beats B", "measure": "nDCG@10", "direction": "better",
-            "test": "wilcoxon", "alpha": 0.05, **overrides}
+    return {"id": "c", "paper": "P", "source": "paper", "statement": "A beats B", "measure": "nDCG@10",
+            "direction": "better", "test": "wilcoxon", "alpha": 0.05, **overrides}
 
 
 @pytest.mark.parametrize("test, scipy_test", [("wilcoxon", stats.wilcoxon), ("t", stats.ttest_rel)])
@@ -36,10 +36,15 @@ def test_a_claim_that_holds_reports_the_tests_p(test, scipy_test):
 
 
 def test_a_claim_fails_when_a_is_worse_or_not_significantly_better():
-    assert evaluate(claim(), BASE, BETTER)["outcome"] == "fails"  # significant, the wrong way
+    wrong_way = evaluate(claim(), BASE, BETTER)  # significant, the wrong way
+    assert (wrong_way["outcome"], wrong_way["direction agrees"]) == ("fails", "no")
     even = evaluate(claim(), EVEN, BASE)
     assert even["outcome"] == "fails" and even["p"] > 0.05
     assert evaluate(claim(), BASE, BASE)["outcome"] == "fails"  # identical: p = 1
+    # the direction agrees whatever the test says: what compares with a paper on other data
+    slightly = evaluate(claim(), {q: v + 0.0005 for q, v in EVEN.items()}, BASE)
+    assert (slightly["outcome"], slightly["direction agrees"]) == ("fails", "yes")
+    assert evaluate(claim(), BETTER, BASE)["direction agrees"] == "yes"
 
 
 def test_not_worse_is_a_one_sided_test_with_the_margin():
@@ -51,6 +56,7 @@ def test_not_worse_is_a_one_sided_test_with_the_margin():
     worse = {q: v - 0.05 for q, v in BASE.items()}
     assert evaluate(rule, worse, BASE)["outcome"] == "fails"
     assert evaluate(claim(direction="not_worse", margin=0.0), EVEN, BASE)["outcome"] == "fails"
+    assert evaluate(rule, worse, BASE)["direction agrees"] == "no" and held["direction agrees"] == "yes"
     # 19 queries a little better, one lost entirely: Wilcoxon's p is small, the mean is far beyond the margin
     one_lost = {**{q: v + 0.001 for q, v in BASE.items()}, "20": BASE["20"] - 0.5}
     lost = evaluate(rule, one_lost, BASE)
@@ -132,16 +138,40 @@ def test_truncation_methods_come_from_per_query_csv(tmp_path):
         claim_row(claim(measure="f1", a={**side, "method": "BiCut"}, b={**side, "method": "Choppy"}))
 
 
+def test_efficiency_claims_compare_the_benchmarks_docs_per_ms(tmp_path):
+    path = tmp_path / "efficiency.csv"
+    pd.DataFrame({"model": ["tkl-2k", "bert_cat", "tkl-2k"], "device": ["cpu", "cpu", "cuda"],
+                  "docs_per_ms": [1.5, 0.2, 9.0]}).to_csv(path, index=False)
+    side = {"path": str(path)}
+    faster = claim(measure="docs/ms", direction="bounds", a={**side, "model": "tkl-2k", "label": "TKL"},
+                   b={**side, "model": "bert_cat", "label": "BERT"})
+    with pytest.raises(StudyError, match="no docs/ms of model 'bert_cat'"):  # the GPU's numbers when measured
+        claim_row(faster)
+    path.write_text("model,device,docs_per_ms\ntkl-2k,cpu,1.5\nbert_cat,cpu,0.2\n")
+    row = claim_row(faster)
+    assert (row["outcome"], row["mean A"], row["mean B"], row["queries"]) == ("holds", 1.5, 0.2, 1)
+    assert claim_row({**faster, "a": faster["b"], "b": faster["a"]})["outcome"] == "fails"
+
+
+def test_a_claim_names_its_source():
+    with pytest.raises(StudyError, match="claim c: source must be one of paper, study"):
+        claim_row(claim(source="blog", a={}, b={}))
+
+
 def test_the_cli_writes_csv_and_markdown(tmp_path, metrics):
-    spec = {"claims": [claim(id="tkl-beats-tk", on="doc test", a=ref(metrics, "tkl"), b=ref(metrics, "tk")),
+    spec = {"claims": [claim(id="tkl-beats-tk", on="doc test", quote="TKL wins.", a=ref(metrics, "tkl"),
+                             b=ref(metrics, "tk")),
                        claim(id="even-not-worse", direction="not_worse", margin=0.02, a=ref(metrics, "even"),
                              b=ref(metrics, "tk")),
-                       claim(id="gone", a=ref(metrics, "tkl"), b=ref(metrics, "tk"), not_run="not here")]}
+                       claim(id="gone", source="study", a=ref(metrics, "tkl"), b=ref(metrics, "tk"),
+                             not_run="not here")]}
     assert main(["claims", "--spec", json.dumps(spec), "--out-prefix", str(tmp_path / "claims")]) == 0
     table = pd.read_csv(tmp_path / "claims.csv")
     assert list(table["outcome"]) == ["holds", "holds", "not run"]
+    assert list(table["source"]) == ["paper", "paper", "study"] and table.loc[0, "quote"] == "TKL wins."
     markdown = (tmp_path / "claims.md").read_text()
-    assert markdown.startswith("Claims scoreboard: 2 holds, 0 fails, 1 not run")
+    assert markdown.startswith("Claims scoreboard: paper claims: 2 holds, 0 fails, 0 not run; "
+                               "study claims: 0 holds, 0 fails, 1 not run")
     assert "one-sided, margin 0.02" in markdown and "| tkl-beats-tk " in markdown
     assert not list(tmp_path.glob(".*tmp"))
 
@@ -157,7 +187,7 @@ def test_a_bad_spec_or_file_is_a_clear_error(tmp_path, capsys):
 
 
 def test_write_scoreboard_counts_outcomes(tmp_path):
-    table = pd.DataFrame([{"id": "x", "paper": "P", "claim": "c", "outcome": "fails", "test": "t", "alpha": 0.05,
-                           "margin": None, "p": 0.5, "queries": 3}])
+    table = pd.DataFrame([{"id": "x", "paper": "P", "source": "study", "claim": "c", "outcome": "fails", "test": "t",
+                           "alpha": 0.05, "margin": None, "p": 0.5, "queries": 3, "quote": ""}])
     write_scoreboard(table, tmp_path / "s")
-    assert "0 holds, 1 fails, 0 not run" in (tmp_path / "s.md").read_text()
+    assert "study claims: 0 holds, 1 fails, 0 not run" in (tmp_path / "s.md").read_text()

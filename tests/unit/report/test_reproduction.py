@@ -10,7 +10,8 @@ import yaml
 from helpers import REPO
 from rankstudy.cli import main
 from rankstudy.errors import StudyError
-from rankstudy.report.reproduction import read_reported, reproduction
+from rankstudy.report.reproduction import claim_directions, expand_letters, read_reported, reproduction
+from rankstudy.study.plan import StudyPlan
 
 
 @pytest.fixture
@@ -81,6 +82,13 @@ def test_the_cli_writes_csv_and_markdown_and_a_not_comparable_config_says_so(tmp
     ({"choppy_table1": {"columns": ["F1"], "margin": -1, "rows": {}}}, "margin"),
     ({"table9": {"columns": ["F1"], "rows": {}}}, "not a table the study writes"),
     ({"choppy_table1": {"rows": {}}}, "columns (a list)"),
+    ({"tkl_table1": {"columns": ["x"], "rows": {"A": [1]}, "significance": {"A": ["b"]}}}, "needs letters"),
+    ({"tkl_table1": {"columns": ["x"], "rows": {"A": [1]}, "letters": ["A"], "significance": {"A": ["b"]}}},
+     "letter 'b' names no row"),
+    ({"tkl_table1": {"columns": ["x"], "rows": {"A": [1]}, "letters": ["A"], "significance": {"B": [""]}}},
+     "row 'B' is not one of rows"),
+    ({"tkl_table1": {"columns": ["x"], "rows": {"A": [1]}, "letters": ["A", "B"], "significance": {"A": ["b-a"]}}},
+     "does not ascend"),
 ])
 def test_a_bad_reported_file_names_the_file_the_table_and_what_was_expected(tmp_path, tables, message):
     path = reported_file(tmp_path, tables)
@@ -90,7 +98,94 @@ def test_a_bad_reported_file_names_the_file_the_table_and_what_was_expected(tmp_
     assert main(["reproduction", "--reported", str(path), "--out-prefix", str(tmp_path / "r")]) == 2
 
 
+def test_significance_superscripts_name_rows_in_the_papers_and_in_our_lettering(tmp_path):
+    """The paper letters its rows in its own order, our table in ours: the report compares the rows named."""
+    assert expand_letters("a-fhj") == list("abcdefhj") and expand_letters("") == []
+    tables = tmp_path / "tables"
+    tables.mkdir()
+    # our order: a BM25, b TK, c TKL; TKL significantly better than BM25 and TK on nDCG, than BM25 only on RR
+    pd.DataFrame({"": list("abc"), "system": ["BM25", "TK (200)", "TKL (2,000)"], "test nDCG@10": [0.5, 0.6, 0.65],
+                  "test nDCG@10 sig": ["", "a", "ab"], "test RR@10": [0.8, 0.9, 0.9], "test RR@10 sig": ["", "", "a"]}
+                 ).to_csv(tables / "tkl_table1.csv", index=False)
+    path = reported_file(tmp_path, {"tkl_table1": {
+        "columns": ["test nDCG@10", "test RR@10"], "letters": ["BM25", "KNRM", "TKL (2,000)", "TK (200)"],
+        "rows": {"TKL (2,000)": [0.634, 0.915], "TK (200)": [0.594, 0.903]},
+        "significance": {"TKL (2,000)": ["a-b,d".replace(",", ""), "a"], "TK (200)": [None, ""]}}})
+    table = reproduction([path], tables).set_index(["row", "column"])
+    cell = table.loc[("TKL (2,000)", "test nDCG@10")]
+    assert cell["paper sig"] == "BM25, KNRM, TK (200)" and cell["our sig"] == "BM25, TK (200)"
+    assert cell["sig agrees"] == "no"  # we did not run KNRM
+    assert table.loc[("TKL (2,000)", "test RR@10"), "sig agrees"] == "yes"
+    assert table.loc[("TK (200)", "test nDCG@10"), ["paper sig", "sig agrees"]].tolist() == ["", ""]  # not legible
+    assert table.loc[("TK (200)", "test RR@10"), ["paper sig", "our sig", "sig agrees"]].tolist() == \
+        ["none", "none", "yes"]
+
+
+def test_the_paper_claims_directions_come_from_the_scoreboard(tmp_path):
+    scoreboard = tmp_path / "claims.csv"
+    pd.DataFrame([
+        {"id": "a", "paper": "TK", "source": "paper", "claim": "A beats B and C", "outcome": "holds", "direction agrees": "yes"},
+        {"id": "a", "paper": "TK", "source": "paper", "claim": "A beats B and C", "outcome": "fails", "direction agrees": "no"},
+        {"id": "b", "paper": "TKL", "source": "paper", "claim": "D beats E", "outcome": "not run", "direction agrees": ""},
+        {"id": "c", "paper": "TK", "source": "study", "claim": "own check", "outcome": "holds", "direction agrees": "yes"},
+    ]).to_csv(scoreboard, index=False)
+    directions = claim_directions(scoreboard)
+    assert directions.to_dict("records") == [
+        {"id": "a", "paper": "TK", "claim": "A beats B and C", "outcome": "holds, fails", "direction agrees": "no"},
+        {"id": "b", "paper": "TKL", "claim": "D beats E", "outcome": "not run", "direction agrees": ""}]
+    prefix = tmp_path / "reproduction"
+    assert main(["reproduction", "--not-comparable", "--claims", str(scoreboard), "--out-prefix", str(prefix)]) == 0
+    markdown = (tmp_path / "reproduction.md").read_text()
+    assert "not comparable" in markdown and "0 agree, 1 disagree" in markdown and "| D beats E" in markdown
+    pd.DataFrame({"id": ["x"]}).to_csv(scoreboard, index=False)
+    with pytest.raises(StudyError, match="not a claims scoreboard"):
+        claim_directions(scoreboard)
+
+
 def test_the_papers_reported_files_are_valid():
     for name in ("tk", "tkl", "socialformer", "choppy"):
         data = read_reported(REPO / "config" / "paper" / "reported" / f"{name}.yaml")
         assert data["paper"] and data["tables"]
+
+
+def _configs_reading(reported: str) -> list[dict]:
+    """The standalone configs in config/ whose reproduction report reads ``reported`` (schema defaults filled)."""
+    from snakemake.utils import validate
+
+    configs = []
+    for path in sorted((REPO / "config").rglob("*.yaml")):
+        settings = yaml.safe_load(path.read_text())
+        if isinstance(settings, dict) and reported in settings.get("reproduction", {}).get("reported", []):
+            validate(settings, str(REPO / "workflow" / "schemas" / "config.schema.yaml"))
+            configs.append(settings)
+    return configs
+
+
+@pytest.mark.parametrize("name", ["tk", "tkl", "socialformer", "choppy"])
+def test_every_reported_cell_names_a_row_and_column_of_a_config_that_reads_it(name):
+    """Each reported cell (values and nulls alike) is a row and a value column that the tables of a config
+    reading the file write (StudyPlan.table_layout), so a typo cannot hide as "not run"."""
+    reported = f"config/paper/reported/{name}.yaml"
+    configs = _configs_reading(reported)
+    assert configs, f"no config reads {reported}"
+    layout: dict[str, dict[str, set]] = {}
+    for settings in configs:
+        for table, spec in StudyPlan.from_config(settings).table_layout().items():
+            layout.setdefault(table, {"rows": set(), "columns": set()})
+            layout[table]["rows"] |= set(spec["rows"])
+            layout[table]["columns"] |= set(spec["columns"])
+    for table, spec in read_reported(REPO / reported)["tables"].items():
+        assert table in layout, f"{reported}: no config reading it writes {table}"
+        assert set(spec["rows"]) <= layout[table]["rows"], set(spec["rows"]) - layout[table]["rows"]
+        assert set(spec["columns"]) <= layout[table]["columns"], set(spec["columns"]) - layout[table]["columns"]
+
+
+def test_at_least_150_reported_cells_are_filled():
+    """The papers' legible tables: TK Table 2 (54), TKL Tables 1-2 and Fig. 3 (84), Socialformer Table 2 (14),
+    Choppy Table 1 (26, set beside two protocols)."""
+    filled = {(name, table, row.split(" | ")[-1] if table == "choppy_table1" else row, column)
+              for name in ("tk", "tkl", "socialformer", "choppy")
+              for table, spec in read_reported(REPO / "config/paper/reported" / f"{name}.yaml")["tables"].items()
+              for row, values in spec["rows"].items()
+              for column, value in zip(spec["columns"], values) if value is not None}
+    assert len(filled) >= 150

@@ -195,9 +195,9 @@ def test_claims_on_data_the_config_does_not_run_are_reported_not_run():
 
 def claim(**keys):
     """A config with one claim, its keys changed or added by the test."""
-    entry = {"id": "x", "paper": "TKL", "statement": "s", "dataset": "synthetic-doc", "measure": "nDCG@10",
+    entry = {"id": "x", "paper": "TKL", "source": "paper", "statement": "s", "dataset": "synthetic-doc", "measure": "nDCG@10",
              "a": "{run: tkl-2k}", "b": "{run: d1}", **keys}
-    return "claims:\n  - {" + ", ".join(f"{key}: {value}" for key, value in entry.items()) + "}\n"
+    return "claims:\n  - {" + ", ".join(f"{key}: {value}" for key, value in entry.items() if value) + "}\n"
 
 
 @pytest.mark.parametrize("override, message", [
@@ -230,6 +230,13 @@ def claim(**keys):
     (claim(b="{method: Choppy}"), "claim 'x': {method: ...} needs the claim's choppy key"),
     (claim(split="validation"), "claim 'x': split 'validation' is not a split of synthetic-doc"),
     (claim(dataset="nowhere"), "claim 'x': dataset 'nowhere' is not a key of datasets"),
+    (claim(measure="docs/ms", a="{model: tkl-2k}", b="{model: bert_cat}", dataset="synthetic-doc"),
+     "claim 'x': a docs/ms claim compares efficiency models; it has no dataset"),
+    (claim(measure="docs/ms", a="{model: tkl-9k}", b="{model: bert_cat}", dataset=None, direction="bounds"),
+     "claim 'x': model 'tkl-9k' is not a key of neural.efficiency.models"),
+    (claim(measure="docs/ms", a="{model: tkl-2k}", b="{model: bert_cat}", dataset=None),
+     "claim 'x': a docs/ms claim compares one measured number each: direction bounds"),
+    (claim(b="{model: bert_cat}"), "claim 'x': {model: ...} is an efficiency model: the claim's measure must be docs/ms"),
 ])
 def test_a_bad_config_fails_naming_the_key(override, message):
     with pytest.raises(ConfigError) as error:
@@ -269,7 +276,7 @@ def test_each_paper_plans_its_tables_and_figures():
                                         "qrels": "data/synthetic-passage/qrels.test.txt"}
     assert plan.rerank_depths(["p1", "ce-passage"]) == "50-100 (per run)" and plan.rerank_depths(["p1"]) == "100"
     assert plan.headline_tables() == ["results/tables/" + name for name in (
-        "first_stage.csv", "tk_table2.csv", "tkl_table1.csv", "tkl_table2.csv", "tkl_evidence.csv",
+        "first_stage.csv", "tk_table2.csv", "tkl_table1.csv", "tkl_table2.csv", "tkl_evidence.csv", "tkl_regions.csv",
         "socialformer_table1.csv", "socialformer_table2.csv", "choppy_table1.csv")]
 
 

@@ -44,6 +44,13 @@ class ChoppyOutputs:
         outputs = ["results/tables/choppy_table1.csv", "results/figures/choppy_fig1.png"]
         return outputs + (["results/figures/choppy_fig2.png"] if self.has_grid else [])
 
+    def layout(self) -> dict[str, dict[str, list[str]]]:
+        """Table 1's row names and value columns: what a reported file (config/paper/reported) may name."""
+        if not self.names():
+            return {}
+        return {"choppy_table1": {"rows": [f"{name} | {method}" for name in self.names() for method in self.methods],
+                                  "columns": ["F1", "DCG"]}}
+
     def inputs(self, name: str) -> dict[str, str]:
         """{run, qrels} of a run type: a workflow run, merged folds or external files."""
         spec = self.section["runs"][name]

@@ -80,6 +80,15 @@ class SocialformerOutputs(DatasetPaper):
                                **{key: row[key] for key in ("length", "window") if key in row}}
                               for row in self.section[table]]
 
+    def layout(self) -> dict[str, dict[str, list[str]]]:
+        """The tables' row names and value columns: what a reported file (config/paper/reported) may name."""
+        if not self.active:
+            return {}
+        return {f"socialformer_{table}": {"rows": [row["label"] for row in self.rows(table)],
+                                          "columns": [f"{split} {m}" for split, measures in self.columns(table).items()
+                                                      for m in measures]}
+                for table in ("table1", "table2") if self.section[table]}
+
     def table_metrics(self, table: str) -> list[str]:
         return sorted({f"results/metrics/{self.dataset}/{row['system']}.{split}.csv"
                        for row in self.rows(table) for split in self.columns(table)})

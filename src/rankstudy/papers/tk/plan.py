@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from rankstudy.config import ConfigError
+from rankstudy.report.columns import TK_DEV_MEASURES, TK_MEASURES, TK_TEST_MEASURES
 
 if TYPE_CHECKING:
     from rankstudy.study.plan import StudyPlan
@@ -21,6 +22,10 @@ class TKOutputs:
             for name in self.plan.config["neural"].get(key, []):
                 if name not in self.plan.runs:
                     raise ConfigError(f"config: neural.{key} names {name!r}, which is not a key of neural.runs")
+        missing = [m for m in TK_MEASURES if m not in self.plan.config["evaluation"]["measures"]]
+        if self.table2_runs and missing:
+            raise ConfigError(f"config: the TK Table 2 (neural.table2_runs) shows {', '.join(missing)}: add "
+                              f"{'it' if len(missing) == 1 else 'them'} to evaluation.measures")
 
     @property
     def table2_runs(self) -> list[str]:
@@ -48,6 +53,15 @@ class TKOutputs:
                 rows.append({"run": name, "model": run.model, "dataset": dataset, "rerank": run.system,
                              "full": f"{run.system}-full", "baseline": first_stage})
         return rows
+
+    def layout(self) -> dict[str, dict[str, list[str]]]:
+        """Table 2's row names and value columns: what a reported file (config/paper/reported) may name."""
+        rows = self.table2_rows()
+        if not rows:
+            return {}
+        columns = [f"dev {m}" for m in TK_DEV_MEASURES] + [
+            f"test {task} {m}" for task in ("full", "re-rank") for m in TK_TEST_MEASURES] + [self.plan.speed_column]
+        return {"tk_table2": {"rows": [f"{row['dataset']} | {row['run']}" for row in rows], "columns": columns}}
 
     def table2_metrics(self) -> list[str]:
         paths = set()

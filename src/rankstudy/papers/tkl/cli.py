@@ -45,6 +45,8 @@ def _tkl_report(args: argparse.Namespace) -> None:
         report.max_length_figure(args.metrics, spec["points"], out)
     else:
         report.region_figure(args.regions, out)
+        if args.table_prefix:
+            report.region_shares(args.regions, Path(args.table_prefix), args.after)
 
 
 @subcommand("tkl-report", "the TKL paper's tables and figures")
@@ -57,5 +59,7 @@ def _tkl_report_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--truth", help="synthetic truth.json (evidence)")
     p.add_argument("--store", help="token store of the collection: document lengths (fig1)")
     p.add_argument("--regions", help="regions CSV (fig3)")
+    p.add_argument("--table-prefix", help="fig3: also the table of the regions' shares after word --after")
+    p.add_argument("--after", type=int, default=500, help="fig3's table: the word position (default: the paper's 500th)")
     p.add_argument("--out-prefix", required=True)
     p.set_defaults(handler=_tkl_report)

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any, Iterable
 
 from rankstudy.papers.section import DatasetPaper
+from rankstudy.report.columns import REGIONS_AFTER, TKL_MEASURES
 
 # table wildcard -> (config key of its rows, its name in the caption)
 TABLES = {"table1": ("table1", "Table 1"), "table2": ("saturation", "Table 2 (saturation ablation)")}
@@ -38,7 +39,7 @@ class TKLOutputs(DatasetPaper):
         if self.section["lengths"]:
             outputs.append("results/figures/tkl_fig2.png")
         if "regions" in self.section:
-            outputs.append("results/figures/tkl_fig3.png")
+            outputs += ["results/figures/tkl_fig3.png", "results/tables/tkl_regions.csv"]
         return outputs
 
     def metrics(self, systems: Iterable[str], splits: Iterable[str] = ("dev", "test")) -> list[str]:
@@ -46,13 +47,31 @@ class TKLOutputs(DatasetPaper):
         return sorted({f"results/metrics/{self.dataset}/{system}.{split}.csv" for system in systems for split in splits})
 
     def rows(self, key: str) -> list[dict[str, Any]]:
-        """Table rows: BM25 first, then the configured {label, run} entries (``speed``: the efficiency model
+        """Table rows: BM25 first (the candidates the runs re-rank: the study's BM25, or the track's official BM25
+        top 100 in the paper config), then the configured {label, run} entries (``speed``: the efficiency model
         whose docs/ms the row shows, default the run's model)."""
         runs = self.plan.runs
-        return [{"label": "BM25", "dataset": self.dataset, "system": "bm25"}] + [
+        return [{"label": "BM25", "dataset": self.dataset, "system": self.plan.rerank_from}] + [
             {"label": row["label"], "dataset": self.dataset, "system": runs[row["run"]].system,
              "model": row.get("speed", runs[row["run"]].model)}
             for row in self.section[key]]
+
+    def layout(self) -> dict[str, dict[str, list[str]]]:
+        """The tables' row names and value columns: what a reported file (config/paper/reported) may name."""
+        if not self.active:
+            return {}
+        columns = [f"{split} {m}" for split in self.table_spec("table1")["splits"] for m in TKL_MEASURES]
+        layout = {f"tkl_{table}": {"rows": [row["label"] for row in self.rows(key)],
+                                   "columns": columns + [self.plan.speed_column]}
+                  for table, (key, _) in TABLES.items() if self.section[key]}
+        if "regions" in self.section:
+            from rankstudy.models.tkl import TKLConfig  # torch: only when asked, never while the DAG is built
+
+            model = self.plan.models[self.plan.runs[self.section["regions"]].model]
+            regions = model.get("top_regions", TKLConfig.top_regions)
+            layout["tkl_regions"] = {"rows": [str(r) for r in range(1, regions + 1)],
+                                     "columns": [f"share after {REGIONS_AFTER}"]}
+        return layout
 
     def table_metrics(self, table: str) -> list[str]:
         return self.metrics(row["system"] for row in self.rows(TABLES[table][0]))

@@ -6,7 +6,8 @@
   (synthetic data only: ``truth.json``), to show what reading past token 200 buys.
 - ``length_figure`` (Fig. 1): P(relevant) and P(ranked in the top 30) by document length.
 - ``max_length_figure`` (Fig. 2): a measure by the maximum document length a model reads.
-- ``region_figure`` (Fig. 3): where TKL's top regions start, log-log.
+- ``region_figure`` (Fig. 3): where TKL's top regions start, log-log; ``region_shares``: how often each
+  starts after the 500th word (the numbers the paper's text gives for Fig. 3: 24.5, 41.5, 46.4 %).
 Every figure also writes the plotted numbers as PREFIX.csv.
 """
 
@@ -24,10 +25,10 @@ from rankstudy.atomic import atomic_open
 from rankstudy.errors import StudyError
 from rankstudy.evaluate import read_metrics
 from rankstudy.formats import Qrels, read_qrels, read_run
+from rankstudy.report.columns import REGIONS_AFTER, TKL_MEASURES as MEASURES
 from rankstudy.report.figures import plt, save_figure
 from rankstudy.report.tables import docs_per_ms, mean_value, metric_rows, system_frame, write_table
 
-MEASURES = ("nDCG@10", "RR@10", "AP@100")
 LENGTH_EDGES = (0, 250, 500, 1000, 2000, 4000)
 
 
@@ -146,12 +147,30 @@ def max_length_figure(metric_csvs: Sequence[str | os.PathLike], points: Sequence
     return table
 
 
-def region_figure(regions_csv, out_prefix, bins: int = 20) -> pd.DataFrame:
-    """TKL Fig. 3: how often each top region (1st, 2nd, 3rd) starts at a document position, log-log."""
+def _read_regions(regions_csv) -> pd.DataFrame:
     regions = pd.read_csv(regions_csv)
     regions = regions[regions["start"] >= 0]
     if regions.empty:
         raise StudyError(f"{regions_csv}: no regions to plot")
+    return regions
+
+
+def region_shares(regions_csv, out_prefix, after: int = REGIONS_AFTER) -> pd.DataFrame:
+    """Per top region (1st, 2nd, 3rd): how many were found and the share that starts at word ``after`` or later
+    (0-based token positions: the paper's "after the 500th word")."""
+    regions = _read_regions(regions_csv)
+    table = regions.groupby("region")["start"].agg(
+        regions="size", share=lambda starts: float((starts >= after).mean())).reset_index()
+    table = table.rename(columns={"share": f"share after {after}"})
+    table["region"] = table["region"].astype(str)
+    write_table(table, out_prefix, f"TKL's top regions (Fig. 3): the share of each that starts after word {after} "
+                                   f"(paper: 24.5, 41.5 and 46.4 % after the 500th word).")
+    return table
+
+
+def region_figure(regions_csv, out_prefix, bins: int = 20) -> pd.DataFrame:
+    """TKL Fig. 3: how often each top region (1st, 2nd, 3rd) starts at a document position, log-log."""
+    regions = _read_regions(regions_csv)
     edges = np.unique(np.logspace(0, np.log10(regions["start"].max() + 2), bins).astype(int))
     records = []
     figure, axis = plt.subplots(figsize=(5, 3.5), layout="constrained")
