@@ -167,7 +167,8 @@ def test_tk_lists_the_table2_runs_with_the_paper_settings(dry_runs):
     assert counts["official_candidates"] == 4
     rerank = plan.one("rerank", "runs/msmarco-passage/tk.p1.s42.test.run")
     assert "runs/msmarco-passage/official.test.run" in rerank.fields["input"]
-    assert "--depths 10 1000 10" in plan.one("tune_depth", "tk.p1.s42.depth.json").shell
+    # every depth from 1 to 1,000: the tuning can land on the notebook's d1 29, d2 60, d3 31
+    assert "--depths 1 1000 1" in plan.one("tune_depth", "tk.p1.s42.depth.json").shell
     assert "runs/msmarco-passage/bm25.train.run" in plan.one("examples", "msmarco-passage").fields["input"]
     rows = plan.of("tk_table2")[0].json_arg("--rows")
     assert rows[0] == {"run": "official", "model": None, "dataset": "msmarco-passage", "rerank": "official",
@@ -181,9 +182,9 @@ def test_tk_lists_the_table2_runs_with_the_paper_settings(dry_runs):
     assert next(row for row in rows if row["run"] == "p3")["full"] == "tk.p3.ens-full"
     assert "runs/msmarco-passage/tk.p3.ens-full.test.run" in plan.outputs
     assert plan.one("tune_depth", "runs/msmarco-passage/tk.p3.ens.depth.json")
-    # Tables 3-4: best and worst queries of the passage run (p1) and the document run (d3)
+    # Tables 3-4: best and worst queries of the notebook's runs, p3 (the ensemble) and d3
     tables = plan.one("tk_table3_4", "tk_table3_4.csv").shell
-    assert "msmarco-passage/tk.p1.best.test.csv" in tables and "msmarco-document/tk-windowed.d3.s42.test.csv" in tables
+    assert "msmarco-passage/tk.p3.ens.test.csv" in tables and "msmarco-document/tk-windowed.d3.s42.test.csv" in tables
 
     p1 = plan.one("train", "models/msmarco-passage/tk/p1/seed42/")
     assert p1.json_arg("--model-config") == {"layers": 2, "heads": 16, "head_size": 32, "ff_dim": 100,
@@ -228,7 +229,12 @@ def test_tkl_lists_table1_at_2000_and_4000_tokens_and_the_ablations(dry_runs):
         assert job.json_arg("--train-config")["max_doc_length"] == tokens, variant
         assert f"runs/msmarco-document/{model}.{variant}.s42.test.run" in plan.outputs
     table1 = plan.one("tkl_table", "tkl_table1").json_arg("--spec")["rows"]
-    assert [row["label"] for row in table1][-3:] == ["BERT[CLS] (200)", "TKL (2,000)", "TKL (4,000)"]
+    assert [row["label"] for row in table1] == ["BM25", "MatchPyramid", "PACRR", "CO-PACRR", "KNRM", "CONV-KNRM",
+                                                "BERT[CLS] (200)", "TK (200)", "TKL (2,000)", "TKL (4,000)"]  # paper's
+    # the paper re-ranks the track's official BM25 top 100, which is Table 1's BM25 row
+    assert table1[0]["system"] == "official" and "runs/msmarco-document/official.test.run" in \
+        plan.one("rerank", "runs/msmarco-document/tkl.tkl-2k.s42.test.run").fields["input"]
+    assert "results/tables/tkl_regions.csv" in plan.outputs  # Fig. 3's shares after word 500
     bert = plan.one("train", "/doc-bert/")
     assert bert.json_arg("--model-config") == {"encoder": "data/pretrained/bert-base-uncased"}
     assert "--encoder data/pretrained/bert-base-uncased" in plan.one("store_collection", "text/bert/").shell
@@ -242,8 +248,9 @@ def test_tkl_lists_table1_at_2000_and_4000_tokens_and_the_ablations(dry_runs):
 def test_socialformer_lists_table1_the_ablations_and_the_figures(dry_runs):
     plan = dry_runs("socialformer")
     counts = job_counts(plan.output)
-    # Socialformer node and edge, 7 baselines, MaxP and Socialformer at 512 tokens, 4 patterns left out, random edges
-    assert counts["train"] == 16 and counts["examples"] == 1
+    # Socialformer node and edge, 7 baselines, MaxP and Socialformer (node, edge) at 512 tokens, 4 patterns left out,
+    # random edges
+    assert counts["train"] == 17 and counts["examples"] == 1
     assert counts["socialformer_table"] == 2
     assert counts["socialformer_fig4"] == counts["socialformer_fig5"] == counts["socialformer_fig6"] == 1
     assert not {"tk_table2", "tkl_table", "choppy_study"} & set(counts)
@@ -258,6 +265,8 @@ def test_socialformer_lists_table1_the_ablations_and_the_figures(dry_runs):
     assert training["learning_rates"] == {"encoder": 1.0e-5, "default": 1.0e-5}
     edge = plan.one("train", "/sf-edge/").json_arg("--model-config")
     assert edge["graph"]["partition"] == "edge"
+    # Table 1's window column: passages of 128 tokens
+    assert plan.one("train", "/sf-maxp/").json_arg("--model-config")["passage_length"] == 128
     random = plan.one("train", "/sf-random/").json_arg("--model-config")
     assert random["graph"]["weights"] == {"random": 1.0}
     # the paper re-ranks ANCE's top 100: pyserini's dense retrieval (index once, search dev and test)
@@ -268,14 +277,14 @@ def test_socialformer_lists_table1_the_ablations_and_the_figures(dry_runs):
         {"runs/msmarco-document/ance.dev.run", "runs/msmarco-document/ance.test.run"}
     rerank = plan.one("rerank", "runs/msmarco-document/socialformer.sf-node.s42.test.run")
     assert "runs/msmarco-document/ance.test.run" in rerank.fields["input"]
-    # Longformer's 512 window; BigBird-ITC's blocks of 64 with 3 random blocks (192 keys) per query block
-    assert plan.one("train", "/sf-longformer/").json_arg("--model-config")["window"] == 256
+    # Table 1's window of 128 (64 each side); BigBird-ITC's blocks of 64 with 3 random blocks (192 keys) per query block
+    assert plan.one("train", "/sf-longformer/").json_arg("--model-config")["window"] == 64
     bigbird = plan.one("train", "/sf-bigbird/").json_arg("--model-config")
     assert (bigbird["pattern"], bigbird["window"], bigbird["random_keys"]) == ("bigbird", 64, 192)
     assert plan.one("train", "/sf-node-512/").json_arg("--train-config")["max_doc_length"] == 512
     assert "runs/msmarco-document/ql.test.run" in plan.outputs  # Table 1's QL row
     for variant, model in (("sf-firstp", "firstp"), ("sf-parade", "parade"), ("sf-longformer", "longformer"),
-                           ("sf-maxp-512", "maxp")):
+                           ("sf-maxp-512", "maxp"), ("sf-edge-512", "socialformer-edge")):
         assert f"runs/msmarco-document/{model}.{variant}.s42.test.run" in plan.outputs
     assert {job.resources.get("gpu") for job in plan.of("train") + plan.of("rerank")} == {"1"}
 
