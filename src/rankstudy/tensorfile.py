@@ -36,5 +36,9 @@ def load_tensors(path: str | os.PathLike, map_location: str | torch.device = "cp
         first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
         raise StudyError(f"{path}: refused to load: not a plain tensor file (weights_only: {first}); "
                          f"delete it if you did not write it") from None
-    except (RuntimeError, EOFError, ValueError) as error:
-        raise StudyError(f"{path}: not a readable .pt file ({error})") from None
+    except FileNotFoundError:
+        raise StudyError(f"{path}: no such file") from None
+    # a file cut short, empty or of another kind: torch's zip and pickle readers fail in many ways
+    except (RuntimeError, EOFError, ValueError, OSError, IndexError, KeyError) as error:
+        raise StudyError(f"{path}: not a readable .pt file, truncated or not written by torch "
+                         f"({type(error).__name__}: {error})") from None

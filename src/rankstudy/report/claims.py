@@ -32,6 +32,7 @@ from rankstudy.atomic import atomic_open
 from rankstudy.errors import StudyError
 from rankstudy.evaluate import read_metrics
 from rankstudy.formats import read_qrels
+from rankstudy.report.columns import SPEED_MEASURE
 from rankstudy.report.tables import docs_per_ms, metric_rows, per_query_values
 from rankstudy.significance import TESTS
 from rankstudy.truncation.repeats import method_name, query_key
@@ -49,7 +50,7 @@ def reference_values(ref: Mapping[str, Any], measure: str) -> dict[str, float]:
         raise StudyError("a fixed value has no per-query values")
     path = ref["path"]
     if "model" in ref:  # results/efficiency.csv: one measured throughput, not per query
-        if measure != "docs/ms":
+        if measure != SPEED_MEASURE:
             raise StudyError(f"{path}: the efficiency benchmark measures docs/ms, not {measure}")
         _, speed = docs_per_ms(path)
         if ref["model"] not in speed:

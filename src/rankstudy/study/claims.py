@@ -7,9 +7,9 @@ from typing import Any, Mapping
 
 from rankstudy.config import ConfigError
 from rankstudy.papers.choppy.plan import MEASURES as CHOPPY_MEASURES
+from rankstudy.report.columns import SPEED_MEASURE as SPEED
 
 Ref = dict[str, Any]
-SPEED = "docs/ms"  # a claim on the efficiency benchmark's throughput (results/efficiency.csv), not per query
 EFFICIENCY_CSV = "results/efficiency.csv"
 
 

@@ -72,6 +72,19 @@ def test_equal_tensors_give_equal_bytes(tmp_path):
     assert torch.equal(load_tensors(tmp_path / "a.pt")["w"], state["w"])
 
 
+@pytest.mark.parametrize("damage", ["truncated", "empty", "text"])
+def test_a_damaged_tensor_file_is_a_clear_error_naming_it(tmp_path, damage):
+    """A model file cut short (a killed copy), empty, or of another kind: the error names the file."""
+    save_tensors({"w": torch.zeros(10_000), "v": torch.ones(10)}, tmp_path / "model.pt")
+    whole = (tmp_path / "model.pt").read_bytes()
+    damaged = {"truncated": whole[:5000], "empty": b"", "text": b"qid\tdocid\n"}[damage]
+    (tmp_path / "model.pt").write_bytes(damaged)
+    with pytest.raises(StudyError, match=f"{tmp_path / 'model.pt'}: not a readable .pt file"):
+        load_tensors(tmp_path / "model.pt")
+    with pytest.raises(StudyError, match="nowhere.pt: no such file"):
+        load_tensors(tmp_path / "nowhere.pt")
+
+
 def test_two_trainings_write_identical_files(inputs):
     train_here(inputs, inputs / "a")
     train_here(inputs, inputs / "b")
