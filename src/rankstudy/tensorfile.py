@@ -12,6 +12,8 @@ from __future__ import annotations
 import io
 import os
 import pickle
+import zipfile
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -30,15 +32,17 @@ def save_tensors(obj: Any, path: str | os.PathLike) -> None:
 
 def load_tensors(path: str | os.PathLike, map_location: str | torch.device = "cpu") -> Any:
     """Read a ``.pt`` file without unpickling arbitrary objects."""
+    if not Path(path).is_file():
+        raise StudyError(f"{path}: no such file")
+    if not zipfile.is_zipfile(path):  # torch.save writes a zip archive: this one is cut short, empty or not torch's
+        raise StudyError(f"{path}: not a readable .pt file, truncated or not written by torch (no zip archive)")
     try:
         return torch.load(path, map_location=map_location, weights_only=True)
     except pickle.UnpicklingError as error:
         first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
         raise StudyError(f"{path}: refused to load: not a plain tensor file (weights_only: {first}); "
                          f"delete it if you did not write it") from None
-    except FileNotFoundError:
-        raise StudyError(f"{path}: no such file") from None
-    # a file cut short, empty or of another kind: torch's zip and pickle readers fail in many ways
+    # a damaged archive: torch's zip and pickle readers fail in many ways
     except (RuntimeError, EOFError, ValueError, OSError, IndexError, KeyError) as error:
         raise StudyError(f"{path}: not a readable .pt file, truncated or not written by torch "
                          f"({type(error).__name__}: {error})") from None

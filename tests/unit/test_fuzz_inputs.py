@@ -160,3 +160,39 @@ def test_the_irds_loader_exports_everything_or_fails_cleanly(docs, queries, qrel
         list(formats.iter_collection(out / "collection.tsv"))
         formats.read_queries(out / "queries.test.tsv")
         assert all(g >= 0 for judged in formats.read_qrels(out / "qrels.test.txt").values() for g in judged.values())
+
+
+_TENSOR_FILE = None
+
+
+def _tensor_file_bytes() -> bytes:
+    """A real .pt file (as training writes one), made once."""
+    global _TENSOR_FILE
+    if _TENSOR_FILE is None:
+        import torch
+
+        from rankstudy.tensorfile import save_tensors
+
+        with tempfile.TemporaryDirectory() as folder:
+            save_tensors({"model": {"w": torch.arange(2000.0).view(40, 50)}, "step": 7}, Path(folder) / "m.pt")
+            _TENSOR_FILE = (Path(folder) / "m.pt").read_bytes()
+    return _TENSOR_FILE
+
+
+@FUZZ
+@given(data=st.data())
+def test_a_tensor_file_cut_or_damaged_anywhere_is_a_clear_error(data):
+    """Binary artefacts (model files, checkpoints): a .pt cut at any offset, or with a byte changed, loads
+    intact or raises the StudyError that names the file, never another exception."""
+    from rankstudy.tensorfile import load_tensors
+
+    whole = _tensor_file_bytes()
+    damaged = whole[:data.draw(st.integers(0, len(whole) - 1), label="cut at")]
+    if data.draw(st.booleans(), label="flip a byte too") and damaged:
+        at = data.draw(st.integers(0, len(damaged) - 1), label="flipped byte")
+        damaged = damaged[:at] + bytes([damaged[at] ^ 0xFF]) + damaged[at + 1:]
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "model.pt"
+        path.write_bytes(damaged)
+        with pytest.raises(StudyError, match=re.escape(f"{path}: not a readable .pt file")):
+            load_tensors(path)

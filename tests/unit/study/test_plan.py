@@ -237,6 +237,8 @@ def claim(**keys):
     (claim(measure="docs/ms", a="{model: tkl-2k}", b="{model: bert_cat}", dataset=None),
      "claim 'x': a docs/ms claim compares one measured number each: direction bounds"),
     (claim(b="{model: bert_cat}"), "claim 'x': {model: ...} is an efficiency model: the claim's measure must be docs/ms"),
+    ("evaluation: {measures: [nDCG@10, RR@10, AP@100, P@10, AP, RR@100, nDCG@100]}",
+     "the TK Table 2 (neural.table2_runs) shows nDCG: add it to evaluation.measures"),
 ])
 def test_a_bad_config_fails_naming_the_key(override, message):
     with pytest.raises(ConfigError) as error:
