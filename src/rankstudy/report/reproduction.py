@@ -143,10 +143,13 @@ def _our_significance(path: Path, keys: list[str]) -> dict[str, dict[str, list[s
     """{row: {column: names of the rows it is significantly better than}} from a table's "COLUMN sig" letters
     (a, b, ... in the table's row order)."""
     table = pd.read_csv(path, dtype=str, keep_default_na=False)
+    columns = [c for c in table.columns if c.endswith(" sig")]
+    if not columns:  # a table without significance letters (e.g. Choppy's Table 1, of any length)
+        return {}
     names = table[keys].agg(" | ".join, axis=1).tolist()
     by_letter = dict(zip(row_letters(len(names)), names))
     marks = {}
-    for column in (c for c in table.columns if c.endswith(" sig")):
+    for column in columns:
         for name, letters in zip(names, table[column]):
             marks.setdefault(name, {})[column[:-len(" sig")]] = [by_letter[letter] for letter in letters]
     return marks
