@@ -155,7 +155,7 @@ def write_scoreboard(table: pd.DataFrame, out_prefix) -> None:
         table.to_csv(out, index=False)
     summary = "; ".join(f"{source} claims: " + ", ".join(
         f"{(part['outcome'] == o).sum()} {o}" for o in (HOLDS, FAILS, NOT_RUN))
-        for source, part in ((s, table[table["source"] == s]) for s in SOURCES))
+        for source, part in ((s, table[table["source"] == s]) for s in SOURCES) if len(part)) or "no claims"
     shown = table.drop(columns=["test", "alpha", "margin", "quote"]).copy()
     shown["p"] = [f"{p:.2g}" if pd.notna(p) else "" for p in table["p"]]
     shown["queries"] = [f"{int(n)}" if pd.notna(n) else "" for n in table["queries"]]
