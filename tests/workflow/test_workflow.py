@@ -234,8 +234,8 @@ def test_names_that_become_paths_must_match_the_schema_pattern(tmp_path, config)
 
 def claim_config(**keys):
     """A config with one claim (config claims:), its keys changed or added by the test."""
-    claim = {"id": "x", "paper": "TKL", "statement": "s", "dataset": "synthetic-doc", "measure": "nDCG@10",
-             "a": "{run: tkl-2k}", "b": "{run: d1}", **keys}
+    claim = {"id": "x", "paper": "TKL", "source": "paper", "statement": "s", "dataset": "synthetic-doc",
+             "measure": "nDCG@10", "a": "{run: tkl-2k}", "b": "{run: d1}", **keys}
     return "claims:\n  - {" + ", ".join(f"{key}: {value}" for key, value in claim.items()) + "}\n"
 
 

@@ -124,7 +124,8 @@ def evaluate(claim: Mapping[str, Any], a: Mapping[str, float], b: Mapping[str, f
 def claim_row(claim: Mapping[str, Any]) -> dict[str, Any]:
     """One scoreboard row: the claim's resolved spec (see the rule ``claims``), evaluated."""
     if claim.get("source") not in SOURCES:
-        raise StudyError(f"claim {claim['id']}: source must be one of {', '.join(SOURCES)}, got {claim.get('source')!r}")
+        raise StudyError(f"claim {claim['id']}: source must be one of {', '.join(SOURCES)}, "
+                         f"got {claim.get('source')!r}")
     row = {"id": claim["id"], "paper": claim["paper"], "source": claim["source"], "quote": claim.get("quote", ""),
            "claim": claim["statement"], "measure": claim["measure"],
            "on": claim.get("on", ""), "A": claim["a"]["label"], "B": claim["b"]["label"],
@@ -164,9 +165,9 @@ def write_scoreboard(table: pd.DataFrame, out_prefix) -> None:
     markdown = shown.to_markdown(index=False, floatfmt=".4f", missingval="")
     with atomic_open(prefix.parent / f"{prefix.name}.md") as out:
         out.write(f"Claims scoreboard: {summary} (config `claims:`, docs/claims.md). A claim that fails is "
-                  f"reported failing; \"not run\": this config does not produce its systems. source: paper, a claim the paper "
-                  f"makes (its sentence in results/claims.csv, quote), or study, the study's own check; direction agrees: "
-                  f"A is above B (within the margin) whatever the test says.\n\n{markdown}\n")
+                  f"reported failing; \"not run\": this config does not produce its systems. source: paper, a claim "
+                  f"the paper makes (its sentence in results/claims.csv, quote), or study, the study's own check; "
+                  f"direction agrees: A is above B (within the margin) whatever the test says.\n\n{markdown}\n")
 
 
 def _test_words(row: pd.Series) -> str:

@@ -195,8 +195,8 @@ def test_claims_on_data_the_config_does_not_run_are_reported_not_run():
 
 def claim(**keys):
     """A config with one claim, its keys changed or added by the test."""
-    entry = {"id": "x", "paper": "TKL", "source": "paper", "statement": "s", "dataset": "synthetic-doc", "measure": "nDCG@10",
-             "a": "{run: tkl-2k}", "b": "{run: d1}", **keys}
+    entry = {"id": "x", "paper": "TKL", "source": "paper", "statement": "s", "dataset": "synthetic-doc",
+             "measure": "nDCG@10", "a": "{run: tkl-2k}", "b": "{run: d1}", **keys}
     return "claims:\n  - {" + ", ".join(f"{key}: {value}" for key, value in entry.items() if value) + "}\n"
 
 

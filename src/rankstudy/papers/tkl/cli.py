@@ -61,6 +61,7 @@ def _tkl_report_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--store", help="token store of the collection: document lengths (fig1)")
     p.add_argument("--regions", help="regions CSV (fig3)")
     p.add_argument("--table-prefix", help="fig3: also the table of the regions' shares after word --after")
-    p.add_argument("--after", type=int, default=REGIONS_AFTER, help="fig3's table: the word position (default: the paper's)")
+    p.add_argument("--after", type=int, default=REGIONS_AFTER,
+                   help="fig3's table: the word position (default: the paper's)")
     p.add_argument("--out-prefix", required=True)
     p.set_defaults(handler=_tkl_report)
