@@ -51,7 +51,7 @@ def reference_values(ref: Mapping[str, Any], measure: str) -> dict[str, float]:
     path = ref["path"]
     if "model" in ref:  # results/efficiency.csv: one measured throughput, not per query
         if measure != SPEED_MEASURE:
-            raise StudyError(f"{path}: the efficiency benchmark measures docs/ms, not {measure}")
+            raise StudyError(f"{path}: the efficiency benchmark measures {SPEED_MEASURE}, not {measure}")
         _, speed = docs_per_ms(path)
         if ref["model"] not in speed:
             raise StudyError(f"{path}: no docs/ms of model {ref['model']!r} (models: {', '.join(sorted(speed))})")
@@ -154,9 +154,13 @@ def write_scoreboard(table: pd.DataFrame, out_prefix) -> None:
     prefix = Path(out_prefix)
     with atomic_open(prefix.parent / f"{prefix.name}.csv") as out:
         table.to_csv(out, index=False)
-    summary = "; ".join(f"{source} claims: " + ", ".join(
-        f"{(part['outcome'] == o).sum()} {o}" for o in (HOLDS, FAILS, NOT_RUN))
-        for source, part in ((s, table[table["source"] == s]) for s in SOURCES) if len(part)) or "no claims"
+    counts = []
+    for source in SOURCES:
+        outcomes = table.loc[table["source"] == source, "outcome"]
+        if len(outcomes):
+            counts.append(f"{source} claims: "
+                          + ", ".join(f"{(outcomes == o).sum()} {o}" for o in (HOLDS, FAILS, NOT_RUN)))
+    summary = "; ".join(counts) or "no claims"
     shown = table.drop(columns=["test", "alpha", "margin", "quote"]).copy()
     shown["p"] = [f"{p:.2g}" if pd.notna(p) else "" for p in table["p"]]
     shown["queries"] = [f"{int(n)}" if pd.notna(n) else "" for n in table["queries"]]

@@ -84,10 +84,13 @@ class SocialformerOutputs(DatasetPaper):
         """The tables' row names and value columns: what a reported file (config/paper/reported) may name."""
         if not self.active:
             return {}
-        return {f"socialformer_{table}": {"rows": [row["label"] for row in self.rows(table)],
-                                          "columns": [f"{split} {m}" for split, measures in self.columns(table).items()
-                                                      for m in measures]}
-                for table in ("table1", "table2") if self.section[table]}
+        layout = {}
+        for table in ("table1", "table2"):
+            if self.section[table]:
+                spec = self.table_spec(table)
+                layout[f"socialformer_{table}"] = {"rows": [row["label"] for row in spec["rows"]],
+                                                   "columns": [f"{split} {m}" for split, m in spec["columns"]]}
+        return layout
 
     def table_metrics(self, table: str) -> list[str]:
         return sorted({f"results/metrics/{self.dataset}/{row['system']}.{split}.csv"
