@@ -152,3 +152,52 @@ ENCODER_SETTINGS = {
     "bigbird": {**SPARSE, "pattern": "bigbird", "random_keys": 3},
     "qds": {**SPARSE, "pattern": "qds", "qds_block": 4, "qds_global_blocks": 1},
 }
+
+
+# A ``rankstudy train`` step small enough for unit tests: a KNRM on six one-word topics
+TRAINING = {"loss": "pairwise", "max_steps": 30, "validate_every": 10, "patience": 10, "metric": "RR@10",
+            "validation_depth": 4, "batch_size": 4, "max_query_length": 4, "max_doc_length": 8,
+            "learning_rates": {"default": 0.01, "embeddings": 0.01}, "device": "cpu"}
+TOPICS = ["apple", "river", "guitar", "solar", "pepper", "violin"]
+
+
+def write_training_inputs(folder: Path) -> Path:
+    """The files of that train step in ``folder``: collection, queries, vocabulary, token stores, word vectors,
+    triples, a dev run and its qrels."""
+    from rankstudy import formats
+    from rankstudy.text.embeddings import save_embeddings
+    from rankstudy.text.vocab import build_vocabulary
+    from rankstudy.text.word_store import build_store
+    from rankstudy.train.examples import write_triples
+
+    docs = {f"d{i}": f"{t} {t} note about the {t}" for i, t in enumerate(TOPICS)}
+    formats.write_collection(folder / "docs.tsv", docs.items())
+    formats.write_queries(folder / "queries.tsv", {f"q{i}": t for i, t in enumerate(TOPICS)})
+    vocab = build_vocabulary(folder / "docs.tsv")
+    vocab.save(folder / "vocab")
+    build_store(folder / "docs.tsv", vocab, folder / "docs")
+    build_store(folder / "queries.tsv", vocab, folder / "queries", kind="queries")
+    save_embeddings(folder / "embeddings.npy",
+                    np.random.default_rng(0).normal(size=(len(vocab), 8)).astype(np.float32))
+    n = len(TOPICS)
+    write_triples(folder / "triples.tsv", [(f"q{i}", f"d{i}", f"d{(i + k) % n}") for i in range(n) for k in (1, 2)])
+    formats.write_run(folder / "dev.run", {f"q{i}": [(f"d{(i + k) % n}", 1.0 - 0.1 * k) for k in range(1, n + 1)]
+                                           for i in range(n)}, "bm25")
+    formats.write_qrels(folder / "qrels.txt", {f"q{i}": {f"d{i}": 1} for i in range(n)})
+    return folder
+
+
+def train_args(data: Path, out: Path, examples: str = "triples.tsv") -> list[str]:
+    import json
+
+    return ["train", "--model", "knrm", "--model-config", "{}", "--train-config", json.dumps(TRAINING),
+            "--embeddings", str(data / "embeddings.npy"), "--examples", str(data / examples),
+            "--train-queries", str(data / "queries"), "--documents", str(data / "docs"),
+            "--dev-queries", str(data / "queries"), "--dev-run", str(data / "dev.run"),
+            "--dev-qrels", str(data / "qrels.txt"), "--out", str(out), "--seed", "3"]
+
+
+def train_here(data: Path, out: Path, examples: str = "triples.tsv") -> None:
+    from rankstudy.cli import main
+
+    assert main(train_args(data, out, examples)) == 0

@@ -138,7 +138,14 @@ def search(index: str | os.PathLike, queries_path: str | os.PathLike, config: De
     else:
         query_encoder = encode.AutoQueryEncoder(encoder_dir, device=device, pooling=config.pooling,
                                                 l2_norm=config.l2_norm)
-    searcher = faiss_search.FaissSearcher(str(index), query_encoder)
+    try:
+        searcher = faiss_search.FaissSearcher(str(index), query_encoder)
+    except RuntimeError as error:  # faiss's reader: "Error in ... read error in PATH: 4585 != 9216"
+        detail = str(error).split("Error: ")[-1].splitlines()[0]
+        raise StudyError(f"{index}: not a readable dense index, cut short or not faiss's ({detail})") from None
+    except AssertionError:  # pyserini asserts one docid line per vector
+        raise StudyError(f"{index}: not a readable dense index: its docid file does not list one id per "
+                         "vector (cut short?)") from None
     queries = read_queries(queries_path)
     run: Run = {}
     with torch.inference_mode():

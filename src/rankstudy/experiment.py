@@ -94,7 +94,22 @@ def _recorded_config(model_dir: Path) -> dict:
     config_path = model_dir / "config.json"
     if not config_path.is_file():
         raise StudyError(f"{model_dir}: no config.json; train the model first")
-    return json.loads(config_path.read_text())
+    try:
+        config = json.loads(config_path.read_text(encoding="utf-8"))
+        if not isinstance(config, dict):
+            raise ValueError(f"a JSON {type(config).__name__}")
+    except ValueError as error:  # JSONDecodeError and UnicodeDecodeError are ValueErrors
+        raise StudyError(f"{config_path}: expected the JSON object that rankstudy train writes ({error})") from None
+    return config
+
+
+def _trained_config(model_dir: Path) -> dict:
+    """The recorded config of a trained model: it names the model and its settings."""
+    config = _recorded_config(model_dir)
+    if not isinstance(config.get("model_name"), str) or not isinstance(config.get("model_settings"), dict):
+        raise StudyError(f"{model_dir / 'config.json'}: expected the JSON object that rankstudy train writes "
+                         "(no model_name and model_settings)")
+    return config
 
 
 def read_input_spec(model_dir: Path, config: Mapping[str, Any] | None = None) -> InputSpec:
@@ -110,11 +125,27 @@ def read_input_spec(model_dir: Path, config: Mapping[str, Any] | None = None) ->
 
 def load_trained(model_dir: Path, embeddings: Path, device: torch.device) -> tuple[Ranker, InputSpec]:
     """(the trained model in eval mode on ``device``, the input lengths it was trained at)."""
-    config = _recorded_config(model_dir)
+    config = _trained_config(model_dir)
     spec = read_input_spec(model_dir, config)
     model = build_model(config["model_name"], config["model_settings"], load_embeddings(embeddings))
-    model.load_state_dict(load_tensors(model_dir / "model.pt"))
+    weights = model_dir / "model.pt"
+    try:
+        model.load_state_dict(load_tensors(weights))
+    except (RuntimeError, TypeError, AttributeError):  # another model's weights, or not a state dict
+        raise StudyError(f"{weights}: expected the weights of the {config['model_name']} that config.json "
+                         f"describes ({_key_mismatch(model, weights)})") from None
     return model.to(device).eval(), spec
+
+
+def _key_mismatch(model: torch.nn.Module, weights: Path) -> str:
+    """How the saved keys differ from the model's, in a few words."""
+    saved = load_tensors(weights)
+    if not isinstance(saved, dict):
+        return f"the file holds a {type(saved).__name__}, not a state dict"
+    missing, unexpected = set(model.state_dict()) - set(saved), set(saved) - set(model.state_dict())
+    if not missing and not unexpected:
+        return "the tensors' shapes differ"
+    return f"{len(missing)} missing key(s), e.g. {sorted(missing)[:2]}; {len(unexpected)} unexpected"
 
 
 def export_encoder(model_dir: Path, embeddings: Path, out: Path) -> None:
@@ -127,7 +158,7 @@ def export_encoder(model_dir: Path, embeddings: Path, out: Path) -> None:
     from rankstudy.nn.pretrained import save_encoder
 
     model, _ = load_trained(model_dir, embeddings, torch.device("cpu"))
-    settings = _recorded_config(model_dir)["model_settings"]
+    settings = _trained_config(model_dir)["model_settings"]
     encoder = getattr(model, "encoder", None)
     if "encoder" not in settings or not hasattr(encoder, "save_pretrained"):
         raise StudyError(f"{model_dir}: model {type(model).__name__} has no pre-trained encoder to export")
@@ -139,7 +170,7 @@ def export_encoder(model_dir: Path, embeddings: Path, out: Path) -> None:
 def _scoring_model(model_dir: Path, embeddings: Path, device: str, threads: int, *stores: Path):
     """(trained model in eval mode, its InputSpec, the resolved device), torch using ``threads`` threads;
     the token ``stores`` it will score are checked against the ids it reads first."""
-    config = _recorded_config(model_dir)
+    config = _trained_config(model_dir)
     check_token_stores(config["model_name"], config["model_settings"], *stores)
     torch.set_num_threads(max(1, threads))
     resolved = resolve_device(device)

@@ -51,6 +51,15 @@ MODEL_FLAGS = {"bm25": "-bm25", "ql": "-qld"}
 class AnseriniError(StudyError):
     """Anserini failed or produced an index that does not match its collection."""
 
+    def __init__(self, message: str, output: list[str] | None = None):
+        super().__init__(message)
+        self.output = output or []
+
+
+# Lucene's exceptions for an index directory it cannot read (cut short, emptied, not an index)
+_INDEX_FAILURE = re.compile(r"\b((?:CorruptIndex|IndexNotFound|IndexFormatToo(?:Old|New)|EOF|NoSuchFile)Exception)"
+                            r"\b:?\s*(.*)")
+
 
 def anserini_jar() -> Path:
     """The Anserini fat jar shipped inside the pyserini package (without importing pyserini)."""
@@ -88,7 +97,7 @@ def run_java(main_class: str, *args: str) -> tuple[list[str], float]:
     seconds = time.perf_counter() - start
     if returncode != 0:
         tail = "\n".join(lines[-15:])
-        raise AnseriniError(f"{main_class} exited with status {returncode}:\n{tail}")
+        raise AnseriniError(f"{main_class} exited with status {returncode}:\n{tail}", lines)
     return lines, seconds
 
 
@@ -196,11 +205,18 @@ def search(index: Path, queries: Path, out: Path, model: str, params: Mapping[st
         flags += [SEARCH_MODELS[model][name], str(value)]
     with _scratch_dir(out) as scratch:
         raw_run = scratch / "anserini.run"
-        lines, search_s = run_java(
-            "io.anserini.search.SearchCollection", "-index", str(index), "-topics", str(queries),
-            "-topicReader", "TsvString", "-output", str(raw_run), "-hits", str(hits), "-threads", str(max(1, threads)),
-            *flags,
-        )
+        try:
+            lines, search_s = run_java(
+                "io.anserini.search.SearchCollection", "-index", str(index), "-topics", str(queries),
+                "-topicReader", "TsvString", "-output", str(raw_run), "-hits", str(hits),
+                "-threads", str(max(1, threads)), *flags,
+            )
+        except AnseriniError as error:
+            failure = next(filter(None, map(_INDEX_FAILURE.search, error.output)), None)
+            if failure is None:
+                raise
+            raise StudyError(f"{index}: not a readable Lucene index ({failure.group(1)}: {failure.group(2)[:200]}); "
+                             "rebuild it with the index step") from None
         if not raw_run.is_file():
             raise AnseriniError("SearchCollection wrote no run:\n" + "\n".join(lines[-10:]))
         run = formats.read_run(raw_run)

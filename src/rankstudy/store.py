@@ -137,9 +137,13 @@ class TokenStore:
     def ids(self) -> list[str]:
         """The text ids in store order (read from ``ids.txt`` on first use)."""
         if self._ids is None:
-            ids = (self.path / "ids.txt").read_text(encoding="utf-8").split("\n")
-            if ids and ids[-1] == "":
-                ids.pop()
+            try:
+                text = (self.path / "ids.txt").read_text(encoding="utf-8")
+            except UnicodeDecodeError as error:
+                raise StudyError(f"{self.path}: corrupt token store: ids.txt is not UTF-8 ({error})") from None
+            if text and not text.endswith("\n"):  # every id is written with its newline: the last one was cut
+                raise StudyError(f"{self.path}: corrupt token store: ids.txt does not end with a newline (cut short?)")
+            ids = text.split("\n")[:-1]
             if len(ids) != len(self):
                 raise StudyError(f"{self.path}: corrupt token store: ids.txt has {len(ids)} ids, offsets {len(self)}")
             self._ids = ids

@@ -8,10 +8,13 @@ matching can close).
 from __future__ import annotations
 
 import json
+import shutil
+from pathlib import Path
 
 import pytest
 
 from rankstudy import formats
+from rankstudy.errors import StudyError
 from rankstudy.evaluate import aggregate, evaluate_run
 from rankstudy.lucene import AnseriniError, build_index, estimate_terms, search
 
@@ -72,6 +75,24 @@ def test_search_errors_are_clear(tmp_path):
     (tmp_path / "idx").mkdir()
     with pytest.raises(Exception, match="unknown parameter"):
         search(tmp_path / "idx", tmp_path / "q.tsv", tmp_path / "r.run", model="ql", params={"k1": 1})
+
+
+def test_a_damaged_index_is_a_one_line_error_naming_it(tmp_path):
+    """An index cut short, emptied, or without its segments file (issue 43): Lucene's exception in one line."""
+    formats.write_collection(tmp_path / "c.tsv", [("d1", "apple banana"), ("d2", "apple apple cherry")])
+    build_index(tmp_path / "c.tsv", tmp_path / "idx", threads=1)
+    formats.write_queries(tmp_path / "q.tsv", {"q1": "apple"})
+    for how in ("cut short", "emptied", "no segments file"):
+        index = Path(shutil.copytree(tmp_path / "idx", tmp_path / how))
+        for path in index.iterdir():
+            if how == "cut short" and path.suffix == ".si":
+                path.write_bytes(path.read_bytes()[:path.stat().st_size // 2])
+            elif how == "emptied" or (how == "no segments file" and path.name.startswith("segments")):
+                path.unlink() if how == "no segments file" else path.write_bytes(b"")
+        with pytest.raises(StudyError) as error:
+            search(index, tmp_path / "q.tsv", tmp_path / "r.run", model="bm25", params={})
+        assert str(error.value).startswith(f"{index}: not a readable Lucene index (") and "\n" not in str(error.value)
+        assert not (tmp_path / "r.run").exists()
 
 
 def test_term_estimate_matches_lucene_on_tricky_text(tmp_path):

@@ -3,6 +3,9 @@ pyserini's FAISS flat index, FaissSearcher, then evaluation with ir-measures."""
 
 from __future__ import annotations
 
+import shutil
+from pathlib import Path
+
 import pytest
 
 pytest.importorskip("faiss")
@@ -24,7 +27,7 @@ QRELS = {"q1": {"d3": 1}, "q2": {"d2": 1}, "q3": {"d5": 1}}
 CONFIG = '{"encoder": "minilm", "pooling": "mean", "l2_norm": true, "max_length": 64, "batch_size": 4}'
 
 
-def test_encode_index_search_evaluate(tmp_path):
+def test_encode_index_search_evaluate(tmp_path, capsys):
     formats.write_collection(tmp_path / "collection.tsv", DOCS.items())
     formats.write_queries(tmp_path / "queries.tsv", QUERIES)
     formats.write_qrels(tmp_path / "qrels.txt", QRELS)
@@ -51,6 +54,17 @@ def test_encode_index_search_evaluate(tmp_path):
     assert cli.main(["dense-search", "--index", str(tmp_path), "--queries", str(tmp_path / "queries.tsv"),
                      "--config", CONFIG, "--out", str(tmp_path / "x.run"), "--tag", "x", "--device", "cpu"]) != 0
     assert not (tmp_path / "x.run").exists()
+    # an index or docid file cut short or emptied (issue 43): one line naming the index, nothing written
+    capsys.readouterr()
+    for name, cut in (("index", 0.5), ("index", 0), ("docid", 0.5)):
+        damaged = Path(shutil.copytree(index, tmp_path / f"{name}{cut}"))
+        whole = (index / name).read_bytes()
+        (damaged / name).write_bytes(whole[:int(len(whole) * cut)])
+        assert cli.main(["dense-search", "--index", str(damaged), "--queries", str(tmp_path / "queries.tsv"),
+                         "--config", CONFIG, "--out", str(tmp_path / "x.run"), "--tag", "x", "--device", "cpu"]) == 2
+        errors = [line for line in capsys.readouterr().err.splitlines() if ": error: " in line]
+        assert len(errors) == 1 and f"{damaged}: not a readable dense index" in errors[0]
+        assert not (tmp_path / "x.run").exists()
 
 
 def test_dense_settings_are_checked():

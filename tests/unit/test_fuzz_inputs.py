@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import tempfile
 import uuid
 from pathlib import Path
@@ -196,3 +197,59 @@ def test_a_tensor_file_cut_or_damaged_anywhere_is_a_clear_error(data):
         path.write_bytes(damaged)
         with pytest.raises(StudyError, match=re.escape(f"{path}: not a readable .pt file")):
             load_tensors(path)
+
+
+_ARTEFACTS = None
+
+
+def _word_artefacts() -> Path:
+    """A vocabulary, a token store and word vectors (as the study writes them), made once."""
+    global _ARTEFACTS
+    if _ARTEFACTS is None:
+        import numpy as np
+
+        from rankstudy.text.embeddings import save_embeddings
+        from rankstudy.text.vocab import build_vocabulary
+        from rankstudy.text.word_store import build_store
+
+        _ARTEFACTS = Path(tempfile.mkdtemp(prefix="artefacts"))
+        formats.write_collection(_ARTEFACTS / "c.tsv", [(f"d{i}", f"apple river {i} guitar" * (i + 1)) for i in range(9)])
+        vocab = build_vocabulary(_ARTEFACTS / "c.tsv")
+        vocab.save(_ARTEFACTS / "vocab")
+        build_store(_ARTEFACTS / "c.tsv", vocab, _ARTEFACTS / "store")
+        save_embeddings(_ARTEFACTS / "embeddings.npy", np.ones((len(vocab), 8), dtype=np.float32))
+    return _ARTEFACTS
+
+
+def _read_artefact(path: Path) -> None:
+    from rankstudy.store import TokenStore
+    from rankstudy.text.embeddings import load_embeddings
+    from rankstudy.text.vocab import Vocabulary
+
+    if path.name == "embeddings.npy":
+        load_embeddings(path, Vocabulary.load(path.parent / "vocab"))
+    elif path.parent.name == "vocab":
+        Vocabulary.load(path.parent)
+    else:
+        store = TokenStore(path.parent)
+        [store.tokens(qid) for qid in store.ids]
+
+
+@pytest.mark.parametrize("name", ["embeddings.npy", "vocab/vocab.tsv", "vocab/vocab.json", "store/tokens.npy",
+                                  "store/offsets.npy", "store/ids.txt"])
+@FUZZ
+@given(data=st.data())
+def test_a_word_artefact_cut_anywhere_is_a_clear_error(name, data):
+    """Word vectors, a vocabulary and a token store, one file cut at any offset: a StudyError naming the file or its
+    directory, never another exception, never a silently shorter artefact."""
+    whole_dir = _word_artefacts()
+    whole = (whole_dir / name).read_bytes()
+    with tempfile.TemporaryDirectory() as folder:
+        copy = Path(folder) / "copy"
+        shutil.copytree(whole_dir, copy)
+        cut = whole[:data.draw(st.integers(0, len(whole) - 1), label="cut at")]
+        (copy / name).write_bytes(cut)
+        if name.endswith(".json") and cut.rstrip() == whole.rstrip():  # only the last newline gone: intact
+            return _read_artefact(copy / name)
+        with pytest.raises(StudyError, match=re.escape(str(copy / name.split("/")[0]))):
+            _read_artefact(copy / name)

@@ -81,12 +81,15 @@ def load_encoder(name: str | os.PathLike, layers: int | None = None, train_embed
     """
     from transformers import AutoModel
 
+    from safetensors import SafetensorError
+
     path = encoder_path(name)
     kwargs.setdefault("dtype", torch.float32)
     try:
         encoder = AutoModel.from_pretrained(str(path), local_files_only=True, **kwargs)
-    except (OSError, ValueError) as error:
-        raise StudyError(f"encoder {str(name)!r}: cannot load the model from {path}: {error}") from None
+    except (OSError, ValueError, SafetensorError) as error:  # SafetensorError: weights cut short or not safetensors
+        first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        raise StudyError(f"encoder {str(name)!r}: cannot load the model from {path}: {first}") from None
     total = encoder.config.num_hidden_layers
     if layers is not None and layers != total:
         if not 1 <= layers <= total:

@@ -96,16 +96,20 @@ class Vocabulary:
             documents, min_count = int(meta.pop("documents")), int(meta.pop("min_count"))
         except (ValueError, KeyError, TypeError) as error:
             raise StudyError(f"{meta_path}: expected JSON with 'documents' and 'min_count' ({error})") from None
-        meta.pop("terms", None)
+        recorded_terms = meta.pop("terms", None)
         terms, counts, dfs = [], [], []
         with open(tsv, encoding="utf-8", newline="\n") as handle:
             for number, line in enumerate(handle, start=1):
                 parts = line.rstrip("\n").split("\t")
+                if not line.endswith("\n"):  # save() ends every line: a last line without one was cut short
+                    raise FormatError(tsv, number, "a line ending in a newline (the file seems cut short)", line)
                 if len(parts) != 4 or parts[0] != str(number - 1) or not parts[2].isdigit() or not parts[3].isdigit():
                     raise FormatError(tsv, number, f"'id<TAB>term<TAB>count<TAB>df' with id {number - 1}", line)
                 terms.append(parts[1])
                 counts.append(int(parts[2]))
                 dfs.append(int(parts[3]))
+        if recorded_terms is not None and recorded_terms != len(terms):  # cut at a line end: no line is bad
+            raise StudyError(f"{tsv}: {len(terms)} terms, vocab.json says {recorded_terms} (cut short?)")
         try:
             return cls(terms, counts, dfs, documents, min_count, extra=meta)
         except ValueError as error:

@@ -318,11 +318,7 @@ def train(model: torch.nn.Module, examples: Sequence[tuple], query_store, doc_st
         for name in ("checkpoint.pt", "best.pt", "model.pt", "log.csv"):
             (out_dir / name).unlink(missing_ok=True)
     if checkpoint_path.exists():
-        checkpoint = load_tensors(checkpoint_path)
-        model.load_state_dict(checkpoint.pop("model"))
-        optimizer.load_state_dict(checkpoint.pop("optimizer"))
-        _set_rng_states(checkpoint.pop("rng"))
-        state = checkpoint
+        state = _resume(checkpoint_path, model, optimizer, state)
         log.info("resuming %s from step %d (best %s %s at step %s)", out_dir, state["step"], cfg.metric,
                  state["best_metric"], state["best_step"])
     else:  # keys written by the caller (e.g. the model's config) are kept
@@ -351,6 +347,21 @@ def _remove_stale_temporaries(out_dir: Path) -> None:
         if tmp.is_file():
             tmp.unlink()
             log.info("removed %s, left by an interrupted write", tmp)
+
+
+def _resume(path: Path, model: torch.nn.Module, optimizer: torch.optim.Optimizer, fresh: dict) -> dict:
+    """Restore the model, the optimizer and every RNG from checkpoint ``path``; return the loop's state."""
+    checkpoint = load_tensors(path)
+    try:
+        model.load_state_dict(checkpoint.pop("model"))
+        optimizer.load_state_dict(checkpoint.pop("optimizer"))
+        _set_rng_states(checkpoint.pop("rng"))
+        if set(fresh) - set(checkpoint):
+            raise KeyError(", ".join(sorted(set(fresh) - set(checkpoint))))
+    except (KeyError, RuntimeError, TypeError, ValueError, AttributeError) as error:
+        raise StudyError(f"{path}: expected a training checkpoint of this model (model, optimizer, RNG states and "
+                         f"the loop's state; {type(error).__name__}: {error}); delete it to train afresh") from None
+    return checkpoint
 
 
 def _resumable(config_path: Path, config: dict) -> bool:

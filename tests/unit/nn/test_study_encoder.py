@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import csv
 import json
+import shutil
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -137,3 +139,16 @@ def test_bad_settings_fail_clearly(corpus, tmp_path):
     with pytest.raises(StudyError, match="3 heads do not divide the word vectors' dimension 16"):
         build(corpus, tmp_path / "bad", heads=3)
     assert not (tmp_path / "bad").exists()
+
+
+@pytest.mark.parametrize("name", ["model.safetensors", "config.json", "tokenizer.json"])
+@pytest.mark.parametrize("cut", [0.5, 0.0])
+def test_a_damaged_study_encoder_is_a_one_line_error_naming_it(word_encoder, tmp_path, name, cut):
+    """Weights, config or tokenizer cut short or emptied (issue 43): one line naming the encoder's directory."""
+    damaged = Path(shutil.copytree(word_encoder, tmp_path / "encoder"))
+    whole = (damaged / name).read_bytes()
+    (damaged / name).write_bytes(whole[:int(len(whole) * cut)])
+    load = load_tokenizer if name == "tokenizer.json" else load_encoder
+    with pytest.raises(StudyError, match=f"encoder '{damaged}': cannot load the ") as error:
+        load(str(damaged))
+    assert "\n" not in str(error.value)

@@ -19,49 +19,13 @@ from rankstudy import formats
 from rankstudy.cpu_isa import pin_vector_isa
 from rankstudy.errors import StudyError
 from rankstudy.tensorfile import load_tensors, save_tensors
-from rankstudy.text.embeddings import save_embeddings
-from rankstudy.text.vocab import build_vocabulary
-from rankstudy.text.word_store import build_store
 from rankstudy.train.examples import write_triples
 
-TRAINING = {"loss": "pairwise", "max_steps": 30, "validate_every": 10, "patience": 10, "metric": "RR@10",
-            "validation_depth": 4, "batch_size": 4, "max_query_length": 4, "max_doc_length": 8,
-            "learning_rates": {"default": 0.01, "embeddings": 0.01}, "device": "cpu"}
-TOPICS = ["apple", "river", "guitar", "solar", "pepper", "violin"]
-
+from helpers import TOPICS, TRAINING, train_args, train_here, write_training_inputs
 
 @pytest.fixture()
 def inputs(tmp_path):
-    """The files of a ``rankstudy train`` step (a KNRM on six one-word topics)."""
-    docs = {f"d{i}": f"{t} {t} note about the {t}" for i, t in enumerate(TOPICS)}
-    formats.write_collection(tmp_path / "docs.tsv", docs.items())
-    formats.write_queries(tmp_path / "queries.tsv", {f"q{i}": t for i, t in enumerate(TOPICS)})
-    vocab = build_vocabulary(tmp_path / "docs.tsv")
-    vocab.save(tmp_path / "vocab")
-    build_store(tmp_path / "docs.tsv", vocab, tmp_path / "docs")
-    build_store(tmp_path / "queries.tsv", vocab, tmp_path / "queries", kind="queries")
-    save_embeddings(tmp_path / "embeddings.npy",
-                    np.random.default_rng(0).normal(size=(len(vocab), 8)).astype(np.float32))
-    n = len(TOPICS)
-    write_triples(tmp_path / "triples.tsv", [(f"q{i}", f"d{i}", f"d{(i + k) % n}") for i in range(n) for k in (1, 2)])
-    formats.write_run(tmp_path / "dev.run", {f"q{i}": [(f"d{(i + k) % n}", 1.0 - 0.1 * k) for k in range(1, n + 1)]
-                                             for i in range(n)}, "bm25")
-    formats.write_qrels(tmp_path / "qrels.txt", {f"q{i}": {f"d{i}": 1} for i in range(n)})
-    return tmp_path
-
-
-def train_args(data: Path, out: Path, examples: str = "triples.tsv") -> list[str]:
-    return ["train", "--model", "knrm", "--model-config", "{}", "--train-config", json.dumps(TRAINING),
-            "--embeddings", str(data / "embeddings.npy"), "--examples", str(data / examples),
-            "--train-queries", str(data / "queries"), "--documents", str(data / "docs"),
-            "--dev-queries", str(data / "queries"), "--dev-run", str(data / "dev.run"),
-            "--dev-qrels", str(data / "qrels.txt"), "--out", str(out), "--seed", "3"]
-
-
-def train_here(data: Path, out: Path, examples: str = "triples.tsv") -> None:
-    from rankstudy.cli import main
-
-    assert main(train_args(data, out, examples)) == 0
+    return write_training_inputs(tmp_path)
 
 
 def test_equal_tensors_give_equal_bytes(tmp_path):
