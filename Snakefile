@@ -63,7 +63,7 @@ rule all:
         rules.tk_table3_4.output if QUERY_TABLES else [],
         rules.tk_view.output if TK_VIEW else [],
         # throughput belongs to a neural study: a local collection's BM25 config does not run it
-        rules.efficiency.output if NEURAL["efficiency"]["models"] and PLAN.neural_systems() else [],
+        rules.efficiency.output if PLAN.measures_speed and PLAN.neural_systems() else [],
         TKL.outputs(),
         SOCIALFORMER.outputs(),
         CHOPPY.outputs(),

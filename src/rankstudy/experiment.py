@@ -28,7 +28,8 @@ from rankstudy.tensorfile import load_tensors
 from rankstudy.text.embeddings import load_embeddings
 from rankstudy.text.wordpiece import check_wordpiece_store, read_store_meta
 from rankstudy.train.examples import read_groups, read_triples
-from rankstudy.train.loop import TrainConfig, make_validator, resolve_device, train
+from rankstudy.device import resolve_device
+from rankstudy.train.loop import TrainConfig, make_validator, train
 
 log = logging.getLogger(__name__)
 

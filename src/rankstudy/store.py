@@ -58,10 +58,11 @@ EncodeBatch = Callable[[list[str]], Sequence[Sequence[int] | np.ndarray]]
 
 def build_store_with(tsv_path: str | os.PathLike, encode: EncodeBatch, out_dir: str | os.PathLike,
                      kind: str = "collection", chunk_tokens: int = 1 << 22, batch_texts: int = 256,
-                     meta: Mapping | None = None) -> int:
+                     meta: Mapping | None = None, check: Callable[[np.ndarray], None] | None = None) -> int:
     """A store of any encoder's ids: ``encode(texts)`` maps a list of up to ``batch_texts``
     texts to as many id sequences (e.g. a fast sub-word tokenizer's batch call). ``meta``, if
-    given, is written as ``store.json`` (e.g. which tokenizer made the ids)."""
+    given, is written as ``store.json`` (e.g. which tokenizer made the ids). ``check``, if given,
+    sees every token id (memory-mapped) before the store is in place; what it raises leaves nothing."""
     if batch_texts < 1:
         raise ValueError("batch_texts must be >= 1")
     texts = _texts(Path(tsv_path), kind)
@@ -99,6 +100,8 @@ def build_store_with(tsv_path: str | os.PathLike, encode: EncodeBatch, out_dir: 
         np.save(tmp / "offsets.npy", np.frombuffer(offsets, dtype=np.int64))
         if meta is not None:
             (tmp / "store.json").write_text(json.dumps(dict(meta), indent=2) + "\n", encoding="utf-8")
+        if check is not None:
+            check(np.load(tmp / "tokens.npy", mmap_mode="r"))
     count = len(offsets) - 1
     log.info("wrote %s: %d %s texts, %d tokens", out_dir, count, kind, total)
     return count

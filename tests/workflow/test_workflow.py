@@ -156,6 +156,14 @@ def test_a_local_collection_config(tmp_path):
     # this data is not the papers'
     assert counts == {"dataset_mini": 1, "index": 1, "first_stage": 2, "evaluate": 2, "first_stage_table": 1,
                       "reproduction": 1, "check_expected": 1, "all": 1, "total": 10}
+    # run (no pinned cells of its own), its captions and reports describe its own data, never the default's
+    # synthetic collections (issue 43)
+    with open(work / "mini.yaml", "a") as config:
+        config.write('expected: ""\n')
+    result = snakemake(work, "--cores", "2", "--configfile", "mini.yaml")
+    assert result.returncode == 0, result.stderr[-3000:]
+    written = [path for path in (work / "results").rglob("*") if path.suffix in (".md", ".tex", ".csv")]
+    assert len(written) >= 4 and not [path for path in written if "synthetic" in path.read_text().lower()]
 
 
 def test_a_test_only_collection_with_neural_runs(tmp_path):
@@ -185,6 +193,8 @@ def test_a_test_only_collection_with_neural_runs(tmp_path):
     assert counts["rerank"] == 1 and counts["full_task"] == 1 and "tune_depth" not in counts  # p1 trains on synthetic
     assert "apply-depth --first-stage runs/mini/bm25.test.run --neural runs/mini/tk.mini-p1.s42.test.run --depth 20" \
         in output
+    # p1's vocabulary (synthetic words) must know half of mini's tokens: the store step, before any model, checks it
+    assert "store --input data/mini/collection.tsv --kind collection --vocab text/w2v/vocab --min-coverage 0.5" in output
 
 
 EVIL = "x; touch PWNED #"

@@ -2,6 +2,7 @@ import json
 import os
 import shlex
 
+from snakemake.logging import logger
 from snakemake.utils import min_version, validate
 
 from rankstudy.study import StudyPlan, system_run
@@ -16,6 +17,8 @@ validate(config, "../schemas/config.schema.yaml")
 # What the config asks for, validated: every path, name and setting the rules read (rankstudy.study, tested
 # there without Snakemake). The rules below reach it through a few short names.
 PLAN = StudyPlan.from_config(config)
+for idle in PLAN.idle_runs():  # e.g. a run trained on a dataset that first_stage.datasets leaves out
+    logger.warning(f"config: {idle}")
 DATASETS = config["datasets"]
 FIRST_STAGE = config["first_stage"]
 SYSTEMS = FIRST_STAGE["systems"]
@@ -30,6 +33,8 @@ QUERY_TABLES = TK.query_tables()
 TKL = PLAN.tkl
 SOCIALFORMER = PLAN.socialformer
 CHOPPY = PLAN.choppy
+# the docs/ms column's benchmark, where the config measures speed (neural.efficiency.enabled; docs/resources.md)
+EFFICIENCY_CSV = "results/efficiency.csv" if PLAN.measures_speed else []
 REPRODUCTION = {"reported": [], "comparable": True, **config["reproduction"]}  # docs/claims.md
 
 
@@ -49,6 +54,11 @@ def gpus(device):
     """The ``gpu`` resource of a job that trains or scores on ``device``: 1 for cuda[:n], 0 for cpu
     and auto (auto uses a GPU only where the job finds one). docs/cluster.md."""
     return 1 if str(device).startswith("cuda") else 0
+
+
+def efficiency_arg(wildcards, input):
+    """A table command's --efficiency option: the docs/ms column, where the config measures speed."""
+    return f"--efficiency {input.efficiency}" if input.efficiency else ""
 
 
 def system_alternatives(*models):

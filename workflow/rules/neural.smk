@@ -23,7 +23,7 @@ rule store_collection:
     log: "logs/text/{emb}/{dataset}/collection.log"
     conda: "../../environment.yml"
     benchmark: "benchmarks/text/{emb}/{dataset}/collection.tsv"
-    params: tokens=lambda wc: TEXT.tokens_arg(wc.emb)
+    params: tokens=lambda wc: TEXT.tokens_arg(wc.emb, wc.dataset)
     resources: mem_mb=4000, runtime=120
     priority: PREPARATION_PRIORITY
     shell:
@@ -37,7 +37,7 @@ rule store_queries:
     output: directory("text/{emb}/{dataset}/queries.{split}")
     log: "logs/text/{emb}/{dataset}/queries.{split}.log"
     conda: "../../environment.yml"
-    params: tokens=lambda wc: TEXT.tokens_arg(wc.emb)
+    params: tokens=lambda wc: TEXT.tokens_arg(wc.emb, wc.dataset)
     resources: mem_mb=1000, runtime=30
     priority: PREPARATION_PRIORITY
     shell:

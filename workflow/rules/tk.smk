@@ -3,7 +3,7 @@
 rule tk_table2:
     input:
         metrics=TK.table2_metrics(),
-        efficiency="results/efficiency.csv",
+        efficiency=EFFICIENCY_CSV,
     output:
         report("results/tables/tk_table2.csv", caption="../report/tk_table2.rst", category="3. TK"),
         "results/tables/tk_table2.md",
@@ -14,11 +14,13 @@ rule tk_table2:
         rows=as_json(TK.table2_rows()),
         depth=NEURAL["rerank"]["depth"],
         scaled=NEURAL["caption_note"],
+        data=PLAN.data_description(row["dataset"] for row in TK.table2_rows()),
+        efficiency=efficiency_arg,
         prefix=lambda wildcards, output: output[0].removesuffix(".csv"),
     resources: mem_mb=1000, runtime=15
     shell:
-        "python -m rankstudy tk-table2 --metrics {input.metrics:q} --efficiency {input.efficiency}"
-        " --rows {params.rows:q} --depth {params.depth} --scaled={params.scaled:q} --out-prefix {params.prefix}"
+        "python -m rankstudy tk-table2 --metrics {input.metrics:q} {params.efficiency}"
+        " --rows {params.rows:q} --depth {params.depth} --scaled={params.scaled:q} --data={params.data:q} --out-prefix {params.prefix}"
         " 2> {log}"
 
 

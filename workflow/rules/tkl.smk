@@ -3,7 +3,7 @@
 rule tkl_table:
     input:
         metrics=lambda wc: TKL.table_metrics(wc.table),
-        efficiency="results/efficiency.csv",
+        efficiency=EFFICIENCY_CSV,
     output:
         report("results/tables/tkl_{table}.csv", caption="../report/tkl_tables.rst", category="4. TKL"),
         "results/tables/tkl_{table}.md",
@@ -13,9 +13,10 @@ rule tkl_table:
     wildcard_constraints: table="table1|table2"
     params:
         spec=lambda wc: as_json(TKL.table_spec(wc.table)),
+        efficiency=efficiency_arg,
         prefix=lambda wildcards, output: output[0].removesuffix(".csv"),
     shell:
-        "python -m rankstudy tkl-report table --metrics {input.metrics:q} --efficiency {input.efficiency}"
+        "python -m rankstudy tkl-report table --metrics {input.metrics:q} {params.efficiency}"
         " --spec {params.spec:q} --out-prefix {params.prefix} 2> {log}"
 
 

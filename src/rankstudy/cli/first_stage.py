@@ -77,7 +77,7 @@ def _dense_config(text: str):
 
 def _dense_index(args: argparse.Namespace) -> None:
     from rankstudy.dense import build_index
-    from rankstudy.train.loop import resolve_device
+    from rankstudy.device import resolve_device
 
     build_index(args.collection, _dense_config(args.config), args.out, device=str(resolve_device(args.device)))
 
@@ -96,7 +96,7 @@ def _dense_search(args: argparse.Namespace) -> None:
 
     from rankstudy.dense import search
     from rankstudy.formats import write_run
-    from rankstudy.train.loop import resolve_device
+    from rankstudy.device import resolve_device
 
     torch.set_num_threads(max(1, args.threads))
     run = search(args.index, args.queries, _dense_config(args.config), args.hits,

@@ -41,7 +41,8 @@ def _store(args: argparse.Namespace) -> None:
         from rankstudy.text.word_store import build_store
         from rankstudy.text.vocab import Vocabulary
 
-        count = build_store(Path(args.input), Vocabulary.load(args.vocab), Path(args.out), kind=args.kind)
+        count = build_store(Path(args.input), Vocabulary.load(args.vocab), Path(args.out), kind=args.kind,
+                            min_coverage=args.min_coverage)
     log.info("wrote %s: token store of %d %s texts", args.out, count, args.kind)
 
 
@@ -53,6 +54,8 @@ def _store_arguments(p: argparse.ArgumentParser) -> None:
     tokens.add_argument("--vocab", help="vocabulary directory (BlingFire words)")
     tokens.add_argument("--encoder", help="pre-trained encoder whose WordPiece ids to store: 'minilm' or a directory")
     p.add_argument("--out", required=True, help="store directory")
+    p.add_argument("--min-coverage", type=float, default=0.0,
+                   help="least share of the text's tokens the vocabulary must know (--vocab; default 0: no check)")
     p.set_defaults(handler=_store)
 
 

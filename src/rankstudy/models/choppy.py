@@ -13,6 +13,9 @@ The paper's model and loss (paraphrased, not verbatim quotes) and where they are
                                                         ``expected_metric_loss`` and ``predict``
     the loss is the negative expected metric
         L = − Σ_i p_i · C_i   (mean over the batch)     ``expected_metric_loss``
+    ours, optional (``loss: raml``; not the paper's): AttnCut's reward-augmented maximum likelihood
+    (Wu et al., AAAI 2021), cross-entropy to the softmax of the metric table at temperature τ
+        L = − Σ_i q_i · log p_i,  q = softmax(C / τ)   ``raml_loss``
     the cut is the most probable position
         k̂ = argmax_i p_i   (1-based: keep the top k̂)    ``predict_cuts``
 
@@ -39,6 +42,11 @@ Deliberate choices:
   config (defaults 128 and 0.1). Dropout on the attention weights is separate and 0 by default: with it
   PyTorch leaves its fused attention kernel, and a training step at N = 300 is 5.6x slower.
   PyTorch's post-norm ReLU encoder layer; no final layer norm.
+* Loss (``loss``): the paper's expected metric by default. Its gradient on logit i is p_i (C_i − Σ_j p_j C_j),
+  which vanishes wherever p has concentrated on one position; with DCG's table (down to about −50 at rank
+  300) p concentrates on one cut for every list within a few epochs and stays there (docs/choppy.md, "On the
+  paper's data"). ``raml`` (the loss of AttnCut, the paper's successor, also in the public implementation
+  that has Choppy's) has the gradient p − q, which vanishes only where p matches each list's own target.
 * Training (``rankstudy.truncation.choppy_train``): Adam, batches of ``batch_size`` lists (both
   configs: 16); ``epochs`` and ``patience`` (early stopping on the dev metric at the predicted
   cuts) are ours.
@@ -71,6 +79,8 @@ class ChoppyConfig:
     # standard deviation, set by ``fit_score_scale``), "list" (each list z-scored on its own)
     score_scaling: str = "train"
     position_init_std: float = 0.02  # BERT's; nn.Embedding's default N(0, 1) drowns the score (docstring)
+    loss: str = "expected_metric"  # the paper's; "raml": AttnCut's cross-entropy to softmax(C / τ) (docstring)
+    raml_temperature: float = 0.95  # τ of "raml" (AttnCut's value)
 
     def __post_init__(self) -> None:
         for name in ("d_model", "heads", "layers", "ff_dim", "max_length", "batch_size", "epochs", "patience"):
@@ -93,9 +103,14 @@ class ChoppyConfig:
             raise ValueError(f"score_scaling must be one of {SCORE_SCALINGS}, got {self.score_scaling!r}")
         if not _number(self.position_init_std) or self.position_init_std <= 0:
             raise ValueError(f"position_init_std must be a positive number, got {self.position_init_std!r}")
+        if self.loss not in LOSSES:
+            raise ValueError(f"loss must be one of {LOSSES}, got {self.loss!r}")
+        if not _number(self.raml_temperature) or self.raml_temperature <= 0:
+            raise ValueError(f"raml_temperature must be a positive number, got {self.raml_temperature!r}")
 
 
 SCORE_SCALINGS = ("raw", "train", "list")
+LOSSES = ("expected_metric", "raml")
 
 
 def _number(value) -> bool:
@@ -180,6 +195,21 @@ class Choppy(nn.Module):
         real = length_mask(lengths, logits.shape[1])
         probabilities = torch.softmax(logits.masked_fill(~real, float("-inf")), dim=-1)
         return -(probabilities * tables.masked_fill(~real, 0.0)).sum(-1).mean()
+
+    @staticmethod
+    def raml_loss(logits: torch.Tensor, tables: torch.Tensor, lengths: torch.Tensor,
+                  temperature: float) -> torch.Tensor:
+        """L = −Σ_i q_i · log p_i with q = softmax(C / τ) and p = softmax(logits), over real positions; batch mean."""
+        real = length_mask(lengths, logits.shape[1])
+        log_p = torch.log_softmax(logits.masked_fill(~real, float("-inf")), dim=-1)
+        target = torch.softmax((tables / temperature).masked_fill(~real, float("-inf")), dim=-1)
+        return -(target * log_p.masked_fill(~real, 0.0)).sum(-1).mean()
+
+    def loss(self, logits: torch.Tensor, tables: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
+        """The configured training loss (``config.loss``)."""
+        if self.config.loss == "raml":
+            return self.raml_loss(logits, tables, lengths, self.config.raml_temperature)
+        return self.expected_metric_loss(logits, tables, lengths)
 
     @staticmethod
     def predict_cuts(logits: torch.Tensor) -> torch.Tensor:

@@ -88,9 +88,19 @@ class StudyPlan:
         return ChoppyOutputs(self)
 
     @property
+    def measures_speed(self) -> bool:
+        """Whether the tables have a docs/ms column: neural.efficiency is enabled and names models to measure."""
+        efficiency = self.config["neural"]["efficiency"]
+        return efficiency.get("enabled", True) and bool(efficiency["models"])
+
+    @property
     def speed_column(self) -> str:
         """The tables' docs/ms column: the efficiency benchmark runs on neural.device."""
         return speed_column(self.config["neural"].get("device", "cpu"))
+
+    def speed_columns(self) -> list[str]:
+        """The docs/ms column of TK's and TKL's tables, where the config measures speed."""
+        return [self.speed_column] if self.measures_speed else []
 
     def table_layout(self) -> dict[str, dict[str, list[str]]]:
         """{table: {rows, columns}}: the row names and value columns of the paper tables this config writes."""
@@ -104,6 +114,17 @@ class StudyPlan:
                          if path.startswith("results/tables/")]
 
     # ---- datasets and systems ------------------------------------------------------------------
+    def data_description(self, names: Iterable[str]) -> str:
+        """What the datasets are, for a caption: their names and where they come from."""
+        def described(name: str) -> str:
+            spec = self.datasets[name]
+            source = {"synthetic": "the study's synthetic data, docs/synthetic.md; not the paper's",
+                      "local": f"local files in {spec.get('local', {}).get('path')}",
+                      "irds": "ir_datasets"}[spec["source"]]
+            return f"{name} ({source})"
+
+        return " and ".join(described(name) for name in dict.fromkeys(names))
+
     def dataset_splits(self, name: str) -> list[str]:
         """The splits a dataset provides, known when the DAG is built."""
         dataset = self.datasets[name]
@@ -135,6 +156,21 @@ class StudyPlan:
     def neural_systems(self) -> list[tuple[str, str]]:
         """(dataset, system) pairs of every neural run to evaluate on dev and test."""
         return [(dataset, system) for run in self.runs.values() for dataset in run.datasets for system in run.systems]
+
+    def idle_runs(self) -> list[str]:
+        """A warning for each run the config defines that no target will produce: it evaluates none of the
+        datasets the study runs (first_stage.datasets), and no run that does stands on it."""
+        needed = {name for run in self.runs.values() if run.datasets for name in (run.base, run.encoder_from)}
+        warnings = []
+        for name, run in self.runs.items():
+            if run.datasets or name in needed:
+                continue
+            studied = self.studied
+            reason = (f"it trains on {run.train!r}, which first_stage.datasets does not run" if run.train not in studied
+                      else f"it evaluates none of first_stage.datasets ({', '.join(studied)}); "
+                           f"its evaluate: {list(run.spec.get('evaluate', []))}")
+            warnings.append(f"neural.runs.{name} will not run: {reason}")
+        return warnings
 
     def rerank_depths(self, runs: Iterable[str]) -> str:
         """'N' or 'N-M (per run)': the candidates the runs re-rank (a run's rerank_depth, else neural.rerank.depth),

@@ -72,11 +72,16 @@ class Text:
             return {"vocab": [], "encoder": self.plan.encoder_build(self.embeddings[emb]["encoder"])}
         return {"vocab": f"text/{emb}/vocab", "encoder": []}
 
-    def tokens_arg(self, emb: str) -> str:
-        """The store command's tokenizer option, the encoder's path shell-quoted (it comes from the config)."""
+    def tokens_arg(self, emb: str, dataset: str) -> str:
+        """The store command's tokenizer option, the encoder's path shell-quoted (it comes from the config); a
+        vocabulary applied to a dataset that neither it nor its word vectors were built on must know
+        neural.min_vocabulary_coverage of that dataset's tokens (a model reused across collections)."""
+        entry = self.embeddings[emb]
         if self.is_wordpiece(emb):
-            return f"--encoder {shlex.quote(self.plan.encoder_location(self.embeddings[emb]['encoder']))}"
-        return f"--vocab text/{emb}/vocab"
+            return f"--encoder {shlex.quote(self.plan.encoder_location(entry['encoder']))}"
+        if dataset == entry["dataset"] or dataset in entry.get("corpus", []):
+            return f"--vocab text/{emb}/vocab"
+        return f"--vocab text/{emb}/vocab --min-coverage {self.plan.config['neural']['min_vocabulary_coverage']}"
 
     def vectors_inputs(self, emb: str) -> dict[str, Any]:
         """The vocabulary and token stores word vectors train on (default corpus: the vocabulary's dataset)."""

@@ -33,6 +33,7 @@ import torch
 from tqdm import tqdm
 
 from rankstudy.atomic import atomic_open
+from rankstudy.device import resolve_device
 from rankstudy.errors import StudyError
 from rankstudy.evaluate import aggregate, evaluate_run, parse_measures
 from rankstudy.formats import Qrels, Run
@@ -121,21 +122,6 @@ class TrainConfig:
 
 def _number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-
-
-def resolve_device(name: str | torch.device) -> torch.device:
-    """``"auto"``: CUDA when available, else CPU; asking for CUDA without one is an error."""
-    if str(name) == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    try:
-        device = torch.device(name)
-    except RuntimeError:
-        raise StudyError(f"unknown device {name!r}") from None
-    if device.type not in ("cpu", "cuda"):
-        raise StudyError(f"unsupported device {name!r}: use auto, cpu or cuda")
-    if device.type == "cuda" and not torch.cuda.is_available():
-        raise StudyError(f"device {name!r} requested but CUDA is not available")
-    return device
 
 
 def optimizer_groups(model: torch.nn.Module, learning_rates: Mapping[str, float]) -> list[dict]:

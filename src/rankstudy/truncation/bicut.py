@@ -39,7 +39,7 @@ import torch
 from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
-from rankstudy.train.loop import resolve_device
+from rankstudy.device import resolve_device
 from rankstudy.truncation.baselines import evaluate_cuts
 
 log = logging.getLogger(__name__)

@@ -23,7 +23,7 @@ import torch
 
 from rankstudy.errors import StudyError
 from rankstudy.models.choppy import Choppy, ChoppyConfig
-from rankstudy.train.loop import resolve_device
+from rankstudy.device import resolve_device
 
 log = logging.getLogger(__name__)
 
@@ -108,7 +108,7 @@ def train_choppy(train: Data, dev: Data | None, cfg: ChoppyConfig, seed: int,
         for start in range(0, len(order), cfg.batch_size):
             index = order[start:start + cfg.batch_size]
             scores, tables, lengths = _tensors(train, index, device)
-            loss = Choppy.expected_metric_loss(model(scores, lengths), tables, lengths)
+            loss = model.loss(model(scores, lengths), tables, lengths)
             optimizer.zero_grad()
             loss.backward()
             optimizer.step()

@@ -31,6 +31,10 @@ def test_config_validation():
         from_dict(ChoppyConfig, {"dropout": 1.5})
     with pytest.raises(ValueError, match="ff_layers"):
         ChoppyConfig(ff_layers=3)
+    with pytest.raises(ValueError, match="loss must be one of"):
+        ChoppyConfig(loss="hinge")
+    with pytest.raises(ValueError, match="raml_temperature"):
+        ChoppyConfig(loss="raml", raml_temperature=0)
 
 
 @pytest.mark.parametrize("ff_layers", [1, 2])
@@ -113,6 +117,30 @@ def test_loss_on_hand_computed_example():
     loss = expected_metric_loss(logits, tables, lengths)
     assert loss.item() == pytest.approx(-0.5, abs=1e-6)
     assert Choppy.expected_metric_loss is expected_metric_loss
+
+
+def test_raml_loss_on_hand_computed_example():
+    logits = torch.tensor([[0.0, math.log(2.0), 9.0]])
+    tables = torch.tensor([[0.3, 0.6, float("nan")]])
+    # q = softmax((0.3, 0.6) / 0.5) over the 2 real positions, p = (1/3, 2/3); L = -(q1 log p1 + q2 log p2)
+    q_second = math.exp(1.2) / (math.exp(0.6) + math.exp(1.2))
+    expected = -((1 - q_second) * math.log(1 / 3) + q_second * math.log(2 / 3))
+    loss = Choppy.raml_loss(logits, tables, torch.tensor([2]), temperature=0.5)
+    assert loss.item() == pytest.approx(expected, abs=1e-6)
+
+
+def test_raml_gradient_survives_where_the_expected_metric_gradient_vanishes():
+    # all probability on the worst cut: the expected metric's gradient p_i (C_i - E[C]) is ~0 everywhere,
+    # RAML's is p - q, which points to the list's best cut
+    logits = torch.tensor([[20.0, 0.0, 0.0]], requires_grad=True)
+    tables, lengths = torch.tensor([[-5.0, 1.0, 0.0]]), torch.tensor([3])
+    expected_metric_loss(logits, tables, lengths).backward()
+    assert logits.grad.abs().max().item() < 1e-6
+    logits.grad = None
+    Choppy.raml_loss(logits, tables, lengths, temperature=0.95).backward()
+    target = torch.softmax(tables[0] / 0.95, -1)
+    assert torch.allclose(logits.grad[0], torch.softmax(logits[0].detach(), -1) - target, atol=1e-6)
+    assert logits.grad[0].argmin().item() == 1
 
 
 def test_gradient_step_moves_probability_to_best_cut():

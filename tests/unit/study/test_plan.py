@@ -174,7 +174,11 @@ def test_the_shared_stages_inputs_and_settings():
     # a study encoder's WordPiece stores wait for the encoder's build; a packaged encoder has none
     assert text.store_inputs("study") == {"vocab": [], "encoder": ["encoders/study"]}
     assert text.store_inputs("minilm") == {"vocab": [], "encoder": []}
-    assert text.tokens_arg("w2v") == "--vocab text/w2v/vocab" and text.tokens_arg("study") == "--encoder encoders/study"
+    assert text.tokens_arg("study", "synthetic-doc") == "--encoder encoders/study"
+    # the vocabulary's own dataset and its word vectors' corpus, against a dataset neither has seen
+    assert text.tokens_arg("w2v", "synthetic-doc") == "--vocab text/w2v/vocab"
+    assert text.tokens_arg("ft", "synthetic-passage") == "--vocab text/ft/vocab"
+    assert text.tokens_arg("ft", "synthetic-doc") == "--vocab text/ft/vocab --min-coverage 0.5"
     assert text.vectors_inputs("w2v")["store"] == ["text/w2v/synthetic-passage/collection",
                                                    "text/w2v/synthetic-doc/collection"]
     assert text.vectors_inputs("ft")["store"] == ["text/ft/synthetic-passage/collection"]  # its vocabulary's dataset
@@ -271,7 +275,14 @@ def test_each_paper_plans_its_tables_and_figures():
     assert [table["run"] for table in plan.tk.query_tables()] == ["p1", "d3"]
     tkl_table1 = plan.tkl.table_spec("table1")
     assert [row["label"] for row in tkl_table1["rows"]][:2] == ["BM25", "KNRM"]
-    assert tkl_table1["caption"].startswith("TKL paper Table 1 on synthetic-doc: re-ranking the top 100 BM25")
+    assert tkl_table1["caption"].startswith("TKL paper Table 1 on synthetic-doc (the study's synthetic data, "
+                                            "docs/synthetic.md; not the paper's): re-ranking the top 100 BM25")
+    assert "docs/ms: throughput" in tkl_table1["caption"] and plan.measures_speed
+    # a config that leaves the throughput benchmark out: no docs/ms column, nor its caption sentence
+    quiet = StudyPlan.from_config(study_config("neural:\n  efficiency: {enabled: false}\n"))
+    assert not quiet.measures_speed and "docs/ms" not in quiet.tkl.table_spec("table1")["caption"]
+    assert all(plan.speed_column not in table["columns"] for table in quiet.table_layout().values())
+    assert plan.data_description(["synthetic-doc", "synthetic-doc"]).count("synthetic-doc") == 1
     assert plan.socialformer.table_spec("table2")["columns"] == [["test", "nDCG@100"], ["test", "nDCG@10"]]
     assert [row["label"] for row in plan.socialformer.rows("table1")][:3] == ["BM25", "QL", "FirstP"]
     assert plan.choppy.inputs("tk") == {"run": "runs/synthetic-passage/tk.p3.ens.test.run",
@@ -296,3 +307,17 @@ def test_training_validates_with_the_dev_splits_relevance_threshold():
     assert plan.training_settings("p1")["rel_threshold"] == 2  # trains on synthetic-passage
     assert plan.training_settings("d1")["rel_threshold"] == 1  # trains on synthetic-doc
     assert plan.training_settings("p1")["max_steps"] == plan.runs["p1"].training["max_steps"]
+
+
+def test_a_run_no_target_produces_is_named_at_dag_time():
+    """Issue 43: a run trained on a dataset the study does not run (or evaluated on none it runs) is dropped
+    from the targets; the plan names it (common.smk logs each as a warning) instead of dropping it silently."""
+    assert StudyPlan.from_config(study_config()).idle_runs() == []
+    plan = StudyPlan.from_config(study_config(
+        "first_stage:\n  datasets: [synthetic-doc]\n"
+        "neural:\n  runs:\n    idle: {model: knrm, embeddings: w2v, train: synthetic-doc, evaluate: []}\n"))
+    warnings = plan.idle_runs()
+    assert "neural.runs.idle will not run: it evaluates none of first_stage.datasets (synthetic-doc); " \
+           "its evaluate: []" in warnings
+    assert any(w.startswith("neural.runs.p1 will not run: it trains on 'synthetic-passage', which "
+                            "first_stage.datasets does not run") for w in warnings)

@@ -12,6 +12,7 @@ import textwrap
 import numpy as np
 import pytest
 
+from rankstudy import formats
 from rankstudy.config import ConfigError, from_dict
 from rankstudy.datasets.synthetic import SyntheticConfig, generate
 from rankstudy.errors import StudyError
@@ -321,3 +322,26 @@ def test_cli_end_to_end(tmp_path, small):
     result = cli("embeddings", "--vocab", str(tmp_path / "vocab"), "--seed", "1", "--out", str(tmp_path / "x.npy"),
                  "--config", '{"method": "word2vec", "dimension": 3}')
     assert result.returncode == 2 and "unknown key(s) dimension" in result.stderr
+
+
+def test_a_vocabulary_of_another_collection_is_refused_under_the_coverage_threshold(tmp_path, capsys):
+    """Issue 43: a model's vocabulary applied to a collection it was not built on must know enough of its tokens;
+    the store step (before any model runs) reports the share and, under the threshold, writes nothing."""
+    from rankstudy.cli import main
+
+    formats.write_collection(tmp_path / "own.tsv", [("a", "apple river guitar solar")])
+    vocab = build_vocabulary(tmp_path / "own.tsv")
+    vocab.save(tmp_path / "vocab")
+    # 6 of 10 tokens known
+    formats.write_collection(tmp_path / "other.tsv", [("x", "apple river guitar"), ("y", "solar apple river kiwi"),
+                                                      ("z", "mango papaya lime")])
+    assert build_store(tmp_path / "other.tsv", vocab, tmp_path / "ok", min_coverage=0.6) == 3
+    with pytest.raises(StudyError, match=r"other.tsv: the vocabulary knows 60.0% of its 10 tokens, under the 70% of "
+                                         r"neural.min_vocabulary_coverage"):
+        build_store(tmp_path / "other.tsv", vocab, tmp_path / "refused", min_coverage=0.7)
+    assert not (tmp_path / "refused").exists() and not list(tmp_path.glob("*.tmp*"))
+    args = ["store", "--input", str(tmp_path / "other.tsv"), "--kind", "collection", "--vocab", str(tmp_path / "vocab"),
+            "--out", str(tmp_path / "cli")]
+    assert main([*args, "--min-coverage", "0.9"]) == 2 and "its own vocabulary" in capsys.readouterr().err
+    assert not (tmp_path / "cli").exists()
+    assert main(args) == 0  # no threshold: the vocabulary's own collection

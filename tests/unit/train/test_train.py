@@ -18,8 +18,9 @@ from rankstudy.formats import FormatError
 from rankstudy.models import build_model
 from rankstudy.train import examples as ex
 from rankstudy.train.losses import listwise_softmax_ce, pairwise_margin_loss
+from rankstudy.device import resolve_device
 from rankstudy.train.loop import (BatchOrder, TrainConfig, TrainingInterrupted, batch_pass, make_validator,
-                                  optimizer_groups, resolve_device, train)
+                                  optimizer_groups, train)
 
 
 @pytest.fixture(scope="module")

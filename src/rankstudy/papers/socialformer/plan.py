@@ -10,11 +10,11 @@ from rankstudy.config import ConfigError
 from rankstudy.papers.section import DatasetPaper
 
 CAPTIONS = {
-    "table1": "Socialformer paper Table 1 on {dataset}: re-ranking the top {depth} BM25 candidates; dev: sparse "
+    "table1": "Socialformer paper Table 1 on {data}: re-ranking the top {depth} BM25 candidates; dev: sparse "
               "judgments, test: dense; RR@k = MRR@k. document length: the tokens a system reads; window: its "
               "attention span or passage length. sig: the rows this one is significantly better than (paired "
               "{test}, p < 0.05). ",
-    "table2": "Socialformer paper Table 2 on {dataset}: attention patterns left out, and random edges; change %: "
+    "table2": "Socialformer paper Table 2 on {data}: attention patterns left out, and random edges; change %: "
               "against the full model (row a). sig: the rows this one is significantly better than (paired "
               "{test}, p < 0.05). ",
 }
@@ -98,7 +98,7 @@ class SocialformerOutputs(DatasetPaper):
 
     def table_spec(self, table: str) -> dict[str, Any]:
         section = self.section
-        caption = CAPTIONS[table].format(dataset=self.dataset, test=SIGNIFICANCE_TESTS[section["significance"]],
+        caption = CAPTIONS[table].format(data=self.plan.data_description([self.dataset]), test=SIGNIFICANCE_TESTS[section["significance"]],
                                          depth=self.plan.rerank_depths(row["run"] for row in section[table]))
         columns = [[split, measure] for split, measures in self.columns(table).items()
                    for measure in measures]

@@ -15,7 +15,8 @@ log = logging.getLogger("rankstudy")
 def _tk_table2(args: argparse.Namespace) -> None:
     from rankstudy.papers.tk.report import table2
 
-    table2(args.metrics, json.loads(args.rows), Path(args.out_prefix), args.depth, args.scaled, args.efficiency)
+    table2(args.metrics, json.loads(args.rows), Path(args.out_prefix), args.depth, args.scaled, args.efficiency,
+           args.data)
 
 
 @subcommand("tk-table2", "the TK paper's Table 2 from metric CSVs")
@@ -25,6 +26,7 @@ def _tk_table2_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--efficiency", help="efficiency CSV: adds the docs/ms column (CPU) per model")
     p.add_argument("--depth", type=int, required=True, help="candidates of the re-rank task (caption)")
     p.add_argument("--scaled", default="", help="caption note on scaled-down settings")
+    p.add_argument("--data", default="", help="caption: what the datasets are (default: their names)")
     p.add_argument("--out-prefix", required=True)
     p.set_defaults(handler=_tk_table2)
 

@@ -60,7 +60,7 @@ class TKOutputs:
         if not rows:
             return {}
         columns = [f"dev {m}" for m in TK_DEV_MEASURES] + [
-            f"test {task} {m}" for task in ("full", "re-rank") for m in TK_TEST_MEASURES] + [self.plan.speed_column]
+            f"test {task} {m}" for task in ("full", "re-rank") for m in TK_TEST_MEASURES] + self.plan.speed_columns()
         return {"tk_table2": {"rows": [f"{row['dataset']} | {row['run']}" for row in rows], "columns": columns}}
 
     def table2_metrics(self) -> list[str]:

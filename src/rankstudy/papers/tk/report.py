@@ -15,18 +15,19 @@ from rankstudy.report.tables import docs_per_ms, mean_value, metric_rows, per_qu
 from rankstudy.significance import wilcoxon_p
 
 TABLE2_CAPTION = (
-    "TK paper Table 2 on the synthetic data. dev: re-rank task; test: full task (first stage, then "
+    "TK paper Table 2 on {data}. dev: re-rank task; test: full task (first stage, then "
     "re-ranking to the depth tuned on dev) and re-rank task (all top-{depth} {first_stage} candidates). "
     "nDCG: over the whole ranking (the notebook's measure); AP: MAP. "
-    "p: paired Wilcoxon signed-rank test of test re-rank nDCG@10 against {first_stage}. docs/ms: re-ranking "
-    "throughput of the architecture at the paper's dimensions (results/efficiency.csv). {scaled}"
+    "p: paired Wilcoxon signed-rank test of test re-rank nDCG@10 against {first_stage}. {speed}{scaled}"
 )
+SPEED_NOTE = "docs/ms: re-ranking throughput of the architecture at the paper's dimensions (results/efficiency.csv). "
 
 
 def table2(metric_csvs: Sequence[str | os.PathLike], rows: Sequence[Mapping[str, Any]], out_prefix, depth: int,
-           scaled: str = "", efficiency_csv=None) -> pd.DataFrame:
+           scaled: str = "", efficiency_csv=None, data: str = "") -> pd.DataFrame:
     """``rows``: dicts with run, model, dataset, rerank (system), full (system or None), baseline (system); the
-    first stage's own row (rerank = baseline) names it in the caption and the p column (BM25 by default)."""
+    first stage's own row (rerank = baseline) names it in the caption and the p column (BM25 by default).
+    ``data``: what the datasets are, in words (StudyPlan.data_description; default: their names)."""
     metrics = read_metrics(metric_csvs)
     first_stage = next((row["run"] for row in rows if row["rerank"] == row["baseline"]), "BM25")
     speed_column, speed = docs_per_ms(efficiency_csv) if efficiency_csv else (None, {})
@@ -49,7 +50,9 @@ def table2(metric_csvs: Sequence[str | os.PathLike], rows: Sequence[Mapping[str,
                                wilcoxon_p(per_query_values(test, "nDCG@10"), per_query_values(baseline, "nDCG@10")))
         records.append(record)
     table = pd.DataFrame.from_records(records)
-    write_table(table, out_prefix, TABLE2_CAPTION.format(depth=depth, scaled=scaled, first_stage=first_stage))
+    data = data or " and ".join(dict.fromkeys(row["dataset"] for row in rows))
+    write_table(table, out_prefix, TABLE2_CAPTION.format(data=data, depth=depth, scaled=scaled, first_stage=first_stage,
+                                                         speed=SPEED_NOTE if efficiency_csv else ""))
     return table
 
 

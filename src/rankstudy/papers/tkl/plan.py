@@ -10,9 +10,9 @@ from rankstudy.report.columns import REGIONS_AFTER, TKL_MEASURES
 
 # table wildcard -> (config key of its rows, its name in the caption)
 TABLES = {"table1": ("table1", "Table 1"), "table2": ("saturation", "Table 2 (saturation ablation)")}
-CAPTION = ("TKL paper {what} on {dataset}: re-ranking the top {depth} BM25 candidates; test: dense judgments, "
-           "dev: sparse. sig: the rows this one is significantly better than (paired Wilcoxon, p < 0.05). "
-           "docs/ms: throughput at the paper's dimensions (results/efficiency.csv). ")
+CAPTION = ("TKL paper {what} on {data}: re-ranking the top {depth} BM25 candidates; test: dense judgments, "
+           "dev: sparse. sig: the rows this one is significantly better than (paired Wilcoxon, p < 0.05). {speed}")
+SPEED_NOTE = "docs/ms: throughput at the paper's dimensions (results/efficiency.csv). "
 
 
 class TKLOutputs(DatasetPaper):
@@ -62,7 +62,7 @@ class TKLOutputs(DatasetPaper):
             return {}
         columns = [f"{split} {m}" for split in self.table_spec("table1")["splits"] for m in TKL_MEASURES]
         layout = {f"tkl_{table}": {"rows": [row["label"] for row in self.rows(key)],
-                                   "columns": columns + [self.plan.speed_column]}
+                                   "columns": columns + self.plan.speed_columns()}
                   for table, (key, _) in TABLES.items() if self.section[key]}
         if "regions" in self.section:
             from rankstudy.models.tkl import TKLConfig  # torch: only when asked, never while the DAG is built
@@ -78,7 +78,8 @@ class TKLOutputs(DatasetPaper):
 
     def table_spec(self, table: str) -> dict[str, Any]:
         key, what = TABLES[table]
-        caption = CAPTION.format(what=what, dataset=self.dataset,
+        caption = CAPTION.format(what=what, data=self.plan.data_description([self.dataset]),
+                                 speed=SPEED_NOTE if self.plan.measures_speed else "",
                                  depth=self.plan.rerank_depths(row["run"] for row in self.section[key]))
         return {"rows": self.rows(key), "splits": ["test", "dev"], "caption": caption + self.section["caption_note"]}
 

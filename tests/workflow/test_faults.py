@@ -1,0 +1,96 @@
+"""A study killed at any moment resumes to the same results (issue 43).
+
+Part of the tiny study (the Slurm test's targets: datasets, a Lucene index, BM25 and QL, word vectors, a KNRM
+trained and re-ranking, evaluation, the first-stage table) runs in a fresh copy while its whole process tree is
+SIGKILLed, as a power cut would stop it: once in the middle of the index job, the training job and the report
+job, and at seeded random moments. After each kill `snakemake --rerun-incomplete` runs again until it
+completes. The files then equal the uninterrupted tiny study's byte for byte (the deterministic ones: the
+Slurm test's list; timings are the only files left out). A second `snakemake` started while one runs is
+refused with Snakemake's lock message and changes nothing.
+"""
+
+from __future__ import annotations
+
+import random
+import subprocess
+import time
+from pathlib import Path
+
+import psutil
+
+from test_slurm import DETERMINISTIC, TARGETS
+from test_workflow import BIN, ENV, snakemake, workflow_copy
+
+SEED = 43
+RANDOM_KILLS = 3  # besides the three in named jobs
+# a job is "in the middle" once its log exists and its output does not
+JOBS = {"index": ("logs/index/synthetic-passage.log", "index/synthetic-passage"),
+        "train": ("logs/train/synthetic-passage/knrm.knrm.s7.log", "models/synthetic-passage/knrm/knrm/seed7/model.pt"),
+        "report": ("logs/report/first_stage_table.log", "results/tables/first_stage.csv")}
+
+
+def start(work: Path) -> subprocess.Popen:
+    return subprocess.Popen([str(BIN / "snakemake"), *TARGETS, "--cores", "2", "--configfile", "tiny.yaml",
+                             "--rerun-incomplete"], cwd=work, env=ENV, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+
+
+def kill_everything(work: Path, process: subprocess.Popen) -> None:
+    """SIGKILL Snakemake and every process of the study (its jobs, Java), as a power cut would."""
+    tree = [process.pid, *(child.pid for child in psutil.Process(process.pid).children(recursive=True))]
+    for proc in psutil.process_iter(["pid", "cwd"]):
+        if proc.info["cwd"] and Path(proc.info["cwd"]).is_relative_to(work):
+            tree.append(proc.info["pid"])
+    for pid in set(tree):
+        try:
+            psutil.Process(pid).kill()
+        except psutil.NoSuchProcess:
+            pass
+    process.wait(timeout=60)
+
+
+def in_the_middle(work: Path, job: str) -> bool:
+    log, output = JOBS[job]
+    return (work / log).exists() and not (work / output).exists()
+
+
+def test_a_study_killed_anywhere_resumes_to_the_same_results(tiny_study, tmp_path):
+    work = workflow_copy(tmp_path)
+    rng = random.Random(SEED)
+    pending_jobs = list(JOBS)
+    random_moments = sorted(rng.uniform(2, 60) for _ in range(RANDOM_KILLS))
+    kills, lock_checked = [], False
+    for attempt in range(20):
+        process, started = start(work), time.monotonic()
+        while process.poll() is None:
+            time.sleep(0.2)
+            if not lock_checked and time.monotonic() - started > 5:
+                second = snakemake(work, *TARGETS, "--cores", "1", "--configfile", "tiny.yaml")
+                assert second.returncode != 0 and "cannot be locked" in second.stdout + second.stderr
+                lock_checked = True
+            moment = next((job for job in pending_jobs if in_the_middle(work, job)), None)
+            if moment is None and random_moments and time.monotonic() - started > random_moments[0]:
+                moment = f"random at {random_moments.pop(0):.1f} s"
+            if moment is not None:
+                time.sleep(rng.uniform(0, 0.5) if moment in JOBS else 0)
+                kill_everything(work, process)
+                kills.append(moment)
+                if moment in pending_jobs:
+                    pending_jobs.remove(moment)
+                break
+        else:
+            assert process.returncode == 0, process.stderr.read()[-3000:]
+            break
+    assert not pending_jobs, f"the study finished before a kill in the middle of: {pending_jobs} (kills: {kills})"
+    assert len(kills) >= 5, kills
+    again = snakemake(work, *TARGETS, "-n", "--configfile", "tiny.yaml")
+    assert "Nothing to be done" in again.stdout + again.stderr, (again.stdout + again.stderr)[-3000:]
+    compared = 0
+    for pattern in DETERMINISTIC:
+        for reference in sorted(tiny_study.glob(pattern)):
+            relative = reference.relative_to(tiny_study)
+            if reference.is_file() and (work / relative).exists():
+                assert (work / relative).read_bytes() == reference.read_bytes(), (relative, kills)
+                compared += 1
+    assert compared > 20
+    assert not list(work.rglob("*.tmp*")), "a temporary file of a killed job was left behind"
