@@ -59,6 +59,7 @@ rule all:
         # a config of given lists only (no first stage: config/choppy-robust04.yaml) has no first-stage table
         rules.first_stage_table.output if PLAN.studied else [],
         PLAN.neural_metrics(),
+        rules.learning_audit.output if PLAN.learning_audit() else [],
         rules.tk_table2.output if TK.table2_rows() else [],
         rules.tk_table3_4.output if QUERY_TABLES else [],
         rules.tk_view.output if TK_VIEW else [],

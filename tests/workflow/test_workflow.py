@@ -88,10 +88,10 @@ def test_dry_run_lists_the_study_jobs(tmp_path):
         "socialformer_curves": 1,
         # Choppy paper: BM25, DRMM and TK-ensemble lists, Table 1, Fig. 1 and Fig. 2's grid
         "choppy_study": 3, "choppy_pool": 3, "choppy_grid": 3, "choppy_table1": 1, "choppy_fig1": 1, "choppy_fig2": 1,
-        # the claims scoreboard, the reproduction report (synthetic data: not comparable) and the
-        # expected-results check (docs/claims.md)
-        "claims": 1, "reproduction": 1, "check_expected": 1,
-        "all": 1, "total": 396,
+        # the claims scoreboard, the reproduction report (synthetic data: not comparable), the
+        # expected-results check (docs/claims.md) and the learning audit of every trained run
+        "claims": 1, "reproduction": 1, "check_expected": 1, "learning_audit": 1,
+        "all": 1, "total": 397,
     }
 
 
@@ -123,7 +123,7 @@ def test_the_extended_config_adds_the_rows_beyond_the_default(tmp_path):
     assert result.returncode == 0, result.stderr
     counts = job_counts(result.stdout + result.stderr)
     assert (counts["train"], counts["rerank"], counts["tune_depth"], counts["choppy_study"], counts["total"]) == \
-        (27 + 10, 55 + 20, 27 + 10, 3, 496)
+        (27 + 10, 55 + 20, 27 + 10, 3, 497)
     for run in ("tk-500", "tkl-500", "conv_knrm-1k", "doc-matchpyramid", "doc-co_pacrr",
                 "sf-edge", "sf-idcm", "sf-longformer", "sf-bigbird", "sf-qds"):
         assert re.search(rf"models/synthetic-doc/[\w-]+/{run}/seed42/model.pt", result.stdout), run
@@ -294,6 +294,8 @@ def test_the_tiny_study_runs_end_to_end(tiny_study):
     assert tables3_4.count("| best ") == 10 and "| Table 4 " in tables3_4  # p1 on passages, d3 on documents
     assert "top document" in (results / "tk_view.html").read_text()
     assert "docs_per_ms" in (results / "efficiency.csv").read_text()
+    audit = pd.read_csv(results / "tables" / "learning.csv")  # one row per trained run and seed
+    assert {"p1", "d1", "knrm"} <= set(audit["run"]) and audit["best validation"].notna().all()
     choppy = (results / "tables" / "choppy_table1.md").read_text()
     assert "| Choppy " in choppy and "| Oracle " in choppy and "| BiCut " in choppy
     assert "cut sd (F1)" in choppy and "p vs Greedy-k (F1)" in choppy and "Choppy d=16, 2 heads, 1 layers" in choppy

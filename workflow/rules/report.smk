@@ -23,6 +23,22 @@ rule first_stage_table:
         " --out-prefix {params.prefix} 2> {log}"
 
 
+rule learning_audit:
+    input: PLAN.learning_audit_inputs()
+    output:
+        report("results/tables/learning.csv", caption="../report/learning.rst", category="1. Claims"),
+        "results/tables/learning.md",
+        "results/tables/learning.tex",
+    log: "logs/report/learning_audit.log"
+    conda: "../../environment.yml"
+    params:
+        spec=as_json(PLAN.learning_audit()),
+        prefix=lambda wildcards, output: output[0].removesuffix(".csv"),
+    resources: mem_mb=2000, runtime=15
+    shell:
+        "python -m rankstudy learning-audit --spec {params.spec:q} --out-prefix {params.prefix} 2> {log}"
+
+
 rule efficiency:
     output: report("results/efficiency.csv", caption="../report/efficiency.rst", category="7. Efficiency")
     log: "logs/report/efficiency.log"

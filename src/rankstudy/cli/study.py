@@ -13,6 +13,25 @@ from rankstudy.errors import StudyError
 log = logging.getLogger("rankstudy")
 
 
+def _learning_audit(args: argparse.Namespace) -> None:
+    from rankstudy.report.learning import learning_audit
+
+    try:
+        entries = json.loads(args.spec)
+    except ValueError as error:
+        raise StudyError(f"--spec: expected a JSON list of audit entries ({error})") from None
+    table = learning_audit(entries, args.measure, Path(args.out_prefix))
+    log.info("learning audit: %d runs x seeds, %d flagged", len(table), int((table["flags"] != "").sum()))
+
+
+@subcommand("learning-audit", "every trained run's learning curve summary and its test measure against the first stage")
+def _learning_audit_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--spec", required=True, help="JSON list of entries (StudyPlan.learning_audit)")
+    p.add_argument("--measure", default="nDCG@10")
+    p.add_argument("--out-prefix", required=True)
+    p.set_defaults(handler=_learning_audit)
+
+
 def _claims(args: argparse.Namespace) -> None:
     from rankstudy.report.claims import scoreboard, write_scoreboard
 

@@ -157,6 +157,30 @@ class StudyPlan:
         """(dataset, system) pairs of every neural run to evaluate on dev and test."""
         return [(dataset, system) for run in self.runs.values() for dataset in run.datasets for system in run.systems]
 
+    def learning_audit(self) -> list[dict[str, Any]]:
+        """The learning audit's entries (report/learning.py): every seed of every trained run, on the test split
+        of the dataset it trained on (where the study evaluates it there), against the candidates' first stage."""
+        entries = []
+        for name, run in self.runs.items():
+            if run.base != name or run.is_ensemble or run.train not in run.datasets:
+                continue
+            dataset, synthetic = run.train, self.datasets[run.train]["source"] == "synthetic"
+            for seed in run.seeds:
+                system = f"{run.model}.{name}.s{seed}"
+                entries.append({"run": name, "seed": seed, "dataset": dataset, "system": system,
+                                "first_stage": self.rerank_from, "log": f"{run.model_dir(seed)}/log.csv",
+                                "metrics": f"results/metrics/{dataset}/{system}.test.csv",
+                                "first_stage_metrics": f"results/metrics/{dataset}/{self.rerank_from}.test.csv",
+                                "qrels": f"data/{dataset}/qrels.test.txt",
+                                "truth": f"data/{dataset}/truth.json" if synthetic else None,
+                                "length": run.training["max_doc_length"]})
+        return entries
+
+    def learning_audit_inputs(self) -> list[str]:
+        """Every file the learning audit reads."""
+        keys = ("log", "metrics", "first_stage_metrics", "qrels", "truth")
+        return sorted({entry[key] for entry in self.learning_audit() for key in keys if entry[key]})
+
     def idle_runs(self) -> list[str]:
         """A warning for each run the config defines that no target will produce: it evaluates none of the
         datasets the study runs (first_stage.datasets), and no run that does stands on it."""

@@ -321,3 +321,15 @@ def test_a_run_no_target_produces_is_named_at_dag_time():
            "its evaluate: []" in warnings
     assert any(w.startswith("neural.runs.p1 will not run: it trains on 'synthetic-passage', which "
                             "first_stage.datasets does not run") for w in warnings)
+
+
+def test_the_learning_audit_lists_every_trained_seed():
+    plan = StudyPlan.from_config(study_config())
+    entries = plan.learning_audit()
+    runs = {(entry["run"], entry["seed"]) for entry in entries}
+    assert {("p1", 42), ("p1", 43), ("p1", 44), ("d1", 42), ("knrm", 42)} <= runs
+    assert not {run for run, _ in runs} & {"d2", "p3"}  # reused and ensembled runs train nothing of their own
+    d1 = next(entry for entry in entries if entry["run"] == "d1")
+    assert d1["truth"] == "data/synthetic-doc/truth.json" and d1["length"] == 200
+    assert d1["log"] == "models/synthetic-doc/tk/d1/seed42/log.csv" and d1["first_stage"] == "bm25"
+    assert set(plan.learning_audit_inputs()) >= {d1["log"], d1["metrics"], d1["truth"]}

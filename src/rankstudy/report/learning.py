@@ -1,0 +1,80 @@
+"""The learning audit (issue 41): did every trained run learn, and does it beat the first stage where it can?
+
+One row per trained run and seed, on the test split of the dataset it trained on:
+
+* its learning curve in two numbers — the first and the best validation value of ``log.csv`` and the
+  step of the best (a best at the first validation: training never improved on it);
+* its test measure beside the first stage's (the candidates it re-ranks), on all test queries and on the
+  queries it *can read*: those with a relevant document whose evidence starts before the length the run
+  reads (synthetic datasets, ``truth.json``; elsewhere every query), each with the paired Wilcoxon p;
+* flags: ``never improved`` (best validation = first), ``below first stage`` (lower on the readable
+  queries with p < 0.05).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+import pandas as pd
+
+from rankstudy.evaluate import read_metrics
+from rankstudy.report.claims import evidence_queries
+from rankstudy.report.curves import read_log
+from rankstudy.report.tables import metric_rows, per_query_values, write_table
+from rankstudy.significance import wilcoxon_p
+
+ALPHA = 0.05
+NEVER_IMPROVED, BELOW = "never improved", "below first stage"
+CAPTION = ("Learning audit: every trained run and seed on the test split of the dataset it trained on. first / best "
+           "validation: its validation measure at the first validation and at its best (step). {measure} against the "
+           "first stage it re-ranks, on all test queries and on those it can read (a relevant document's evidence "
+           "starts within the tokens it reads: the synthetic data's truth.json; elsewhere every query); p: paired "
+           "Wilcoxon. flags: never improved (best validation = first), below first stage (on the readable queries, "
+           "p < 0.05).")
+
+
+def _mean(values: Mapping[str, float], queries) -> float:
+    chosen = [values.get(qid, 0.0) for qid in queries]  # a query the run left out scores 0
+    return sum(chosen) / len(chosen) if chosen else math.nan
+
+
+def audit_row(entry: Mapping[str, Any], measure: str) -> dict[str, Any]:
+    """``entry``: run, seed, dataset, system, first_stage (system), log, metrics, first_stage_metrics,
+    qrels, truth (None: every query is readable), length (the tokens the run reads)."""
+    log = read_log(entry["log"]).dropna(subset=["metric"])
+    metrics = read_metrics([entry["metrics"], entry["first_stage_metrics"]])
+    model = per_query_values(metric_rows(metrics, entry["dataset"], entry["system"], "test"), measure)
+    first_stage = per_query_values(metric_rows(metrics, entry["dataset"], entry["first_stage"], "test"), measure)
+    queries = sorted(first_stage)
+    readable = (sorted(evidence_queries(entry["qrels"], entry["truth"], entry["length"], late=False)
+                       & set(queries)) if entry.get("truth") else queries)
+    row: dict[str, Any] = {"run": entry["run"], "seed": entry["seed"], "dataset": entry["dataset"],
+                           "validations": len(log)}
+    if len(log):
+        best = log["metric"].idxmax()
+        row.update({"first validation": float(log["metric"].iloc[0]), "best validation": float(log["metric"][best]),
+                    "best step": int(log["step"][best])})
+    else:
+        row.update({"first validation": math.nan, "best validation": math.nan, "best step": None})
+    for subset, chosen in (("all", queries), ("readable", readable)):
+        a, b = {q: model.get(q, 0.0) for q in chosen}, {q: first_stage[q] for q in chosen}
+        row.update({f"{subset} queries": len(chosen), f"{subset} {measure}": _mean(model, chosen),
+                    f"{subset} first stage": _mean(first_stage, chosen),
+                    f"{subset} p": wilcoxon_p(a, b) if chosen else math.nan})
+    flags = []
+    if len(log) and not row["best validation"] > row["first validation"]:
+        flags.append(NEVER_IMPROVED)
+    if row[f"readable {measure}"] < row["readable first stage"] and row["readable p"] < ALPHA:
+        flags.append(BELOW)
+    row["flags"] = ", ".join(flags)
+    return row
+
+
+def learning_audit(entries: Sequence[Mapping[str, Any]], measure: str, out_prefix: str | os.PathLike) -> pd.DataFrame:
+    """The audit of every entry; writes PREFIX.{csv,md,tex}."""
+    table = pd.DataFrame([audit_row(entry, measure) for entry in entries])
+    write_table(table, Path(out_prefix), CAPTION.format(measure=measure))
+    return table
