@@ -1,12 +1,14 @@
 """Atomic outputs: write to a temporary sibling, rename into place on success.
 
 A killed or failing step therefore never leaves a half-written file or directory under
-the final name (Snakemake would otherwise treat it as complete on a later run).
+the final name (Snakemake would otherwise treat it as complete on a later run); the temporary a killed
+step leaves behind is removed when the output is next written.
 """
 
 from __future__ import annotations
 
 import contextlib
+import glob
 import os
 import shutil
 import tempfile
@@ -23,6 +25,7 @@ def atomic_path(path: str | os.PathLike, directory: bool = False) -> Iterator[Pa
     """
     final = Path(path)
     final.parent.mkdir(parents=True, exist_ok=True)
+    _remove_stale_temporaries(final)
     if directory:
         tmp = Path(tempfile.mkdtemp(prefix=f".{final.name}.", suffix=".tmp", dir=final.parent))
     else:
@@ -47,6 +50,16 @@ def atomic_path(path: str | os.PathLike, directory: bool = False) -> Iterator[Pa
         else:
             tmp.unlink(missing_ok=True)
         raise
+
+
+def _remove_stale_temporaries(final: Path) -> None:
+    """Temporaries of ``final`` that a killed job left (named as mkstemp/mkdtemp name ours: the prefix, 8 random
+    characters, the suffix): the job that writes ``final`` now owns them, as Snakemake gives an output one job."""
+    for stale in final.parent.glob(f".{glob.escape(final.name)}.{'[a-z0-9_]' * 8}.tmp"):
+        if stale.is_dir() and not stale.is_symlink():
+            shutil.rmtree(stale, ignore_errors=True)
+        else:
+            stale.unlink(missing_ok=True)
 
 
 @contextlib.contextmanager

@@ -104,3 +104,15 @@ def test_atomic_directory(tmp_path):
     with atomic_open(tmp_path / "g.txt") as out:
         out.write("y")
     assert (tmp_path / "g.txt").stat().st_mode & 0o777 != 0o600  # usual permissions, not mkstemp's
+
+
+def test_the_temporaries_a_killed_writer_left_go_when_the_output_is_written_again(tmp_path):
+    """SIGKILL leaves the temporary; the next write of the same output removes it, and no other output's."""
+    (tmp_path / ".d.abc123_z.tmp").mkdir()  # the killed job's: its directory, and a file
+    (tmp_path / ".d.abc123_z.tmp" / "part").write_text("half")
+    (tmp_path / ".d.x1y2z3w4.tmp").write_text("half")
+    (tmp_path / ".d.e.abc123_z.tmp").write_text("another output's (d.e), being written")
+    (tmp_path / ".dd.abc123_z.tmp").write_text("another output's (dd)")
+    with atomic_path(tmp_path / "d", directory=True) as tmp:
+        (tmp / "f").write_text("x")
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".d.e.abc123_z.tmp", ".dd.abc123_z.tmp", "d"]

@@ -3,8 +3,8 @@
 Part of the tiny study (the Slurm test's targets: datasets, a Lucene index, BM25 and QL, word vectors, a KNRM
 trained and re-ranking, evaluation, the first-stage table) runs in a fresh copy while its whole process tree is
 SIGKILLed, as a power cut would stop it: once in the middle of the index job, the training job and the report
-job, and at seeded random moments. After each kill `snakemake --rerun-incomplete` runs again until it
-completes. The files then equal the uninterrupted tiny study's byte for byte (the deterministic ones: the
+job, and at seeded random moments. After each kill `snakemake --unlock` (the lock outlives its process) and
+`snakemake --rerun-incomplete` run again until it completes. The files then equal the uninterrupted tiny study's byte for byte (the deterministic ones: the
 Slurm test's list; timings are the only files left out). A second `snakemake` started while one runs is
 refused with Snakemake's lock message and changes nothing.
 """
@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 
 import psutil
+import pytest
 
 from test_slurm import DETERMINISTIC, TARGETS
 from test_workflow import BIN, ENV, snakemake, workflow_copy
@@ -37,7 +38,11 @@ def start(work: Path) -> subprocess.Popen:
 
 def kill_everything(work: Path, process: subprocess.Popen) -> None:
     """SIGKILL Snakemake and every process of the study (its jobs, Java), as a power cut would."""
-    tree = [process.pid, *(child.pid for child in psutil.Process(process.pid).children(recursive=True))]
+    tree = [process.pid]
+    try:
+        tree += [child.pid for child in psutil.Process(process.pid).children(recursive=True)]
+    except psutil.NoSuchProcess:
+        pass
     for proc in psutil.process_iter(["pid", "cwd"]):
         if proc.info["cwd"] and Path(proc.info["cwd"]).is_relative_to(work):
             tree.append(proc.info["pid"])
@@ -47,6 +52,9 @@ def kill_everything(work: Path, process: subprocess.Popen) -> None:
         except psutil.NoSuchProcess:
             pass
     process.wait(timeout=60)
+    # what a user does after a crash: Snakemake's lock outlives the process that held it
+    unlock = snakemake(work, *TARGETS, "--unlock", "--configfile", "tiny.yaml")
+    assert unlock.returncode == 0, unlock.stderr[-2000:]
 
 
 def in_the_middle(work: Path, job: str) -> bool:
@@ -54,6 +62,7 @@ def in_the_middle(work: Path, job: str) -> bool:
     return (work / log).exists() and not (work / output).exists()
 
 
+@pytest.mark.slow
 def test_a_study_killed_anywhere_resumes_to_the_same_results(tiny_study, tmp_path):
     work = workflow_copy(tmp_path)
     rng = random.Random(SEED)

@@ -118,10 +118,10 @@ class StudyPlan:
         """What the datasets are, for a caption: their names and where they come from."""
         def described(name: str) -> str:
             spec = self.datasets[name]
-            source = {"synthetic": "the study's synthetic data, docs/synthetic.md; not the paper's",
-                      "local": f"local files in {spec.get('local', {}).get('path')}",
-                      "irds": "ir_datasets"}[spec["source"]]
-            return f"{name} ({source})"
+            if spec["source"] == "synthetic":
+                return f"{name} (the study's synthetic data, docs/synthetic.md; not the paper's)"
+            return f"{name} (local files in {spec['local']['path']})" if spec["source"] == "local" else \
+                f"{name} (ir_datasets)"
 
         return " and ".join(described(name) for name in dict.fromkeys(names))
 
@@ -189,9 +189,9 @@ class StudyPlan:
         for name, run in self.runs.items():
             if run.datasets or name in needed:
                 continue
-            studied = self.studied
-            reason = (f"it trains on {run.train!r}, which first_stage.datasets does not run" if run.train not in studied
-                      else f"it evaluates none of first_stage.datasets ({', '.join(studied)}); "
+            reason = (f"it trains on {run.train!r}, which first_stage.datasets does not run"
+                      if run.train not in self.studied
+                      else f"it evaluates none of first_stage.datasets ({', '.join(self.studied)}); "
                            f"its evaluate: {list(run.spec.get('evaluate', []))}")
             warnings.append(f"neural.runs.{name} will not run: {reason}")
         return warnings
