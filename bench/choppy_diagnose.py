@@ -49,6 +49,8 @@ VARIANTS = {
     "top 100": {"n": 100},
     "top 100, dropout 0.3": {"n": 100, "dropout": 0.3},
     "top 100, scores z-scored per list": {"n": 100, "score_scaling": "list"},
+    "batches of 16": {"batch_size": 16},
+    "AttnCut's loss (RAML, tau 0.95)": {"loss": "raml", "raml_temperature": 0.95},
 }
 SPLIT = TruncationConfig(test_fraction=0.2, dev_fraction=0)
 RIDGE_RANKS = [1, 2, 3, 5, 10, 20, 30, 50, 75, 100, 150, 200, 300]
