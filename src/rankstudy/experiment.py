@@ -130,17 +130,17 @@ def load_trained(model_dir: Path, embeddings: Path, device: torch.device) -> tup
     spec = read_input_spec(model_dir, config)
     model = build_model(config["model_name"], config["model_settings"], load_embeddings(embeddings))
     weights = model_dir / "model.pt"
+    saved = load_tensors(weights)
     try:
-        model.load_state_dict(load_tensors(weights))
+        model.load_state_dict(saved)
     except (RuntimeError, TypeError, AttributeError):  # another model's weights, or not a state dict
         raise StudyError(f"{weights}: expected the weights of the {config['model_name']} that config.json "
-                         f"describes ({_key_mismatch(model, weights)})") from None
+                         f"describes ({_key_mismatch(model, saved)})") from None
     return model.to(device).eval(), spec
 
 
-def _key_mismatch(model: torch.nn.Module, weights: Path) -> str:
+def _key_mismatch(model: torch.nn.Module, saved: Any) -> str:
     """How the saved keys differ from the model's, in a few words."""
-    saved = load_tensors(weights)
     if not isinstance(saved, dict):
         return f"the file holds a {type(saved).__name__}, not a state dict"
     missing, unexpected = set(model.state_dict()) - set(saved), set(saved) - set(model.state_dict())

@@ -213,7 +213,8 @@ def _word_artefacts() -> Path:
         from rankstudy.text.word_store import build_store
 
         _ARTEFACTS = Path(tempfile.mkdtemp(prefix="artefacts"))
-        formats.write_collection(_ARTEFACTS / "c.tsv", [(f"d{i}", f"apple river {i} guitar" * (i + 1)) for i in range(9)])
+        formats.write_collection(_ARTEFACTS / "c.tsv",
+                                 [(f"d{i}", f"apple river {i} guitar" * (i + 1)) for i in range(9)])
         vocab = build_vocabulary(_ARTEFACTS / "c.tsv")
         vocab.save(_ARTEFACTS / "vocab")
         build_store(_ARTEFACTS / "c.tsv", vocab, _ARTEFACTS / "store")

@@ -4,9 +4,9 @@ Part of the tiny study (the Slurm test's targets: datasets, a Lucene index, BM25
 trained and re-ranking, evaluation, the first-stage table) runs in a fresh copy while its whole process tree is
 SIGKILLed, as a power cut would stop it: once in the middle of the index job, the training job and the report
 job, and at seeded random moments. After each kill `snakemake --unlock` (the lock outlives its process) and
-`snakemake --rerun-incomplete` run again until it completes. The files then equal the uninterrupted tiny study's byte for byte (the deterministic ones: the
-Slurm test's list; timings are the only files left out). A second `snakemake` started while one runs is
-refused with Snakemake's lock message and changes nothing.
+`snakemake --rerun-incomplete` run again until it completes. The files then equal the uninterrupted tiny
+study's byte for byte (the deterministic ones: the Slurm test's list; timings are the only files left out), and
+no temporary is left. A second `snakemake` started while one runs is refused with Snakemake's lock message.
 """
 
 from __future__ import annotations

@@ -319,7 +319,8 @@ def test_choppy_lists_the_robust04_truncation_job(dry_runs):
     assert settings["model"] == {"d_model": 128, "heads": 8, "layers": 3, "ff_layers": 1, "ff_dim": 128, "dropout": 0.1,
                                   "lr": 1e-3, "batch_size": 64, "epochs": 15, "patience": 15, "score_scaling": "list",
                                   "position_init_std": 0.02}
-    assert settings["model_by_metric"] == {"dcg": {"epochs": 6, "patience": 6, "score_scaling": "train"}}
+    assert settings["model_by_metric"] == {"dcg": {"epochs": 15, "patience": 15, "score_scaling": "train",
+                                                   "batch_size": 16}}
     assert settings["repeats"] == 10 and settings["dev_fraction"] == 0
     assert settings["bicut"] == {"hidden": 128, "layers": 2, "dropout": 0.4, "epochs": 50}  # a multi-layer BiLSTM
     assert job.resources["gpu"] == "1"

@@ -194,7 +194,8 @@ def test_a_test_only_collection_with_neural_runs(tmp_path):
     assert "apply-depth --first-stage runs/mini/bm25.test.run --neural runs/mini/tk.mini-p1.s42.test.run --depth 20" \
         in output
     # p1's vocabulary (synthetic words) must know half of mini's tokens: the store step, before any model, checks it
-    assert "store --input data/mini/collection.tsv --kind collection --vocab text/w2v/vocab --min-coverage 0.5" in output
+    assert ("store --input data/mini/collection.tsv --kind collection --vocab text/w2v/vocab --min-coverage 0.5"
+            in output)
 
 
 EVIL = "x; touch PWNED #"

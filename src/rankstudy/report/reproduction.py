@@ -40,7 +40,8 @@ COLUMNS = ["paper", "paper table", "table", "row", "column", "reported", "ours",
            "margin", "reproduced", "paper sig", "our sig", "sig agrees", "status"]
 DIRECTION_COLUMNS = ["id", "paper", "claim", "outcome", "direction agrees"]
 COMPARED, NOT_REPORTED, NOT_RUN = "compared", "not reported", "not run"
-NOT_COMPARABLE = ("This config does not run the papers' datasets, so its numbers are not comparable with the papers' reported values and none are compared. The paper "
+NOT_COMPARABLE = ("This config does not run the papers' datasets, so its numbers are not comparable with the "
+                  "papers' reported values and none are compared. The paper "
                   "configs (config/paper/*.yaml) run the papers' datasets; their reported cells are in "
                   "config/paper/reported/. The direction of each paper claim can be compared: below, every claim of "
                   "the scoreboard whose source is a paper, with whether it holds on this config's data.")

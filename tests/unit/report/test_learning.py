@@ -24,7 +24,8 @@ def entry(tmp_path, model_values, validations=(0.2, 0.4, 0.3), truth=True, lengt
     (tmp_path / "truth.json").write_text(json.dumps(
         {"relevant": {q: {f"d{q}": {"evidence_start": start}} for q, start in starts.items()}}))
     return {"run": "r", "seed": 1, "dataset": "d", "system": "knrm.r.s1", "first_stage": "bm25",
-            "log": tmp_path / "log.csv", "metrics": tmp_path / "model.csv", "first_stage_metrics": tmp_path / "bm25.csv",
+            "log": tmp_path / "log.csv", "metrics": tmp_path / "model.csv",
+            "first_stage_metrics": tmp_path / "bm25.csv",
             "qrels": tmp_path / "qrels.txt", "truth": tmp_path / "truth.json" if truth else None, "length": length}
 
 

@@ -98,7 +98,8 @@ class SocialformerOutputs(DatasetPaper):
 
     def table_spec(self, table: str) -> dict[str, Any]:
         section = self.section
-        caption = CAPTIONS[table].format(data=self.plan.data_description([self.dataset]), test=SIGNIFICANCE_TESTS[section["significance"]],
+        data = self.plan.data_description([self.dataset])
+        caption = CAPTIONS[table].format(data=data, test=SIGNIFICANCE_TESTS[section["significance"]],
                                          depth=self.plan.rerank_depths(row["run"] for row in section[table]))
         columns = [[split, measure] for split, measures in self.columns(table).items()
                    for measure in measures]
