@@ -36,9 +36,8 @@ CAPTION = ("Learning audit: every trained run and seed on the test split of the 
            "p < 0.05).")
 
 
-def _mean(values: Mapping[str, float], queries) -> float:
-    chosen = [values.get(qid, 0.0) for qid in queries]  # a query the run left out scores 0
-    return sum(chosen) / len(chosen) if chosen else math.nan
+def _mean(values: Mapping[str, float]) -> float:
+    return sum(values.values()) / len(values) if values else math.nan
 
 
 def audit_row(entry: Mapping[str, Any], measure: str) -> dict[str, Any]:
@@ -60,10 +59,10 @@ def audit_row(entry: Mapping[str, Any], measure: str) -> dict[str, Any]:
     else:
         row.update({"first validation": math.nan, "best validation": math.nan, "best step": None})
     for subset, chosen in (("all", queries), ("readable", readable)):
+        # a query the run left out scores 0
         a, b = {q: model.get(q, 0.0) for q in chosen}, {q: first_stage[q] for q in chosen}
-        row.update({f"{subset} queries": len(chosen), f"{subset} {measure}": _mean(model, chosen),
-                    f"{subset} first stage": _mean(first_stage, chosen),
-                    f"{subset} p": wilcoxon_p(a, b) if chosen else math.nan})
+        row.update({f"{subset} queries": len(chosen), f"{subset} {measure}": _mean(a),
+                    f"{subset} first stage": _mean(b), f"{subset} p": wilcoxon_p(a, b) if chosen else math.nan})
     flags = []
     if len(log) and not row["best validation"] > row["first validation"]:
         flags.append(NEVER_IMPROVED)

@@ -24,7 +24,10 @@ def build_store(tsv_path: str | os.PathLike, vocab: Vocabulary, out_dir: str | o
     collection, issue 43) the store is not written and the error says how to build one for this text.
     """
     def check_coverage(tokens: np.ndarray) -> None:
-        known = 1.0 - np.count_nonzero(tokens == OOV) / len(tokens) if len(tokens) else 1.0
+        # counted in chunks: the memory-mapped ids of a large collection need not fit in memory
+        unknown = sum(np.count_nonzero(tokens[start:start + chunk_tokens] == OOV)
+                      for start in range(0, len(tokens), chunk_tokens))
+        known = 1.0 - unknown / len(tokens) if len(tokens) else 1.0
         log.info("%s: the vocabulary knows %.1f%% of its %d tokens", tsv_path, 100 * known, len(tokens))
         if known < min_coverage:
             raise StudyError(
