@@ -30,10 +30,12 @@ JOBS = {"index": ("logs/index/synthetic-passage.log", "index/synthetic-passage")
         "report": ("logs/report/first_stage_table.log", "results/tables/first_stage.csv")}
 
 
-def start(work: Path) -> subprocess.Popen:
-    return subprocess.Popen([str(BIN / "snakemake"), *TARGETS, "--cores", "2", "--configfile", "tiny.yaml",
-                             "--rerun-incomplete"], cwd=work, env=ENV, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+def start(work: Path, log: Path) -> subprocess.Popen:
+    """Snakemake in the background, its output to ``log`` (a pipe nobody reads would fill and stall it)."""
+    with open(log, "w") as out:
+        return subprocess.Popen([str(BIN / "snakemake"), *TARGETS, "--cores", "2", "--configfile", "tiny.yaml",
+                                 "--rerun-incomplete"], cwd=work, env=ENV, stdout=out, stderr=subprocess.STDOUT,
+                                start_new_session=True)
 
 
 def kill_everything(work: Path, process: subprocess.Popen) -> None:
@@ -70,7 +72,8 @@ def test_a_study_killed_anywhere_resumes_to_the_same_results(tiny_study, tmp_pat
     random_moments = sorted(rng.uniform(2, 60) for _ in range(RANDOM_KILLS))
     kills, lock_checked = [], False
     for attempt in range(20):
-        process, started = start(work), time.monotonic()
+        log = tmp_path / f"snakemake.{attempt}.log"
+        process, started = start(work, log), time.monotonic()
         while process.poll() is None:
             time.sleep(0.2)
             if not lock_checked and time.monotonic() - started > 5:
@@ -88,7 +91,7 @@ def test_a_study_killed_anywhere_resumes_to_the_same_results(tiny_study, tmp_pat
                     pending_jobs.remove(moment)
                 break
         else:
-            assert process.returncode == 0, process.stderr.read()[-3000:]
+            assert process.returncode == 0, log.read_text()[-3000:]
             break
     assert not pending_jobs, f"the study finished before a kill in the middle of: {pending_jobs} (kills: {kills})"
     assert len(kills) >= 5, kills
