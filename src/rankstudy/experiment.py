@@ -196,7 +196,7 @@ def write_regions(model_dir: Path, embeddings: Path, queries: Path, documents: P
     """TKL's top regions for each query's top ``depth`` documents of ``run``, as CSV rows
     (qid, docid, rank, region, start, end); start = end = -1 where a document has fewer regions."""
     model, spec, resolved = _scoring_model(model_dir, embeddings, device, threads, queries, documents)
-    if not hasattr(model, "score_with_regions"):
+    if not model.REGIONS:
         raise StudyError(f"{model_dir}: a {type(model).__name__} model selects no regions (TKL does)")
     query_store, document_store = TokenStore(queries), TokenStore(documents)
     pairs = [(qid, docid, rank) for qid, ranking in formats.read_run(run).items()

@@ -103,3 +103,12 @@ def test_resuming_from_a_damaged_checkpoint(data, capsys, what):
     before = (data / "model" / "model.pt").read_bytes()
     assert_one_line_error(capsys, main(train_args(data, data / "model")), checkpoint, expected)
     assert (data / "model" / "model.pt").read_bytes() == before
+
+
+def test_regions_of_a_model_that_selects_none(trained, capsys):
+    """The regions step reads a capability the model declares (Ranker.REGIONS), not an attribute it may have."""
+    args = ["regions", "--model-dir", str(trained / "model"), "--embeddings", str(trained / "embeddings.npy"),
+            "--queries", str(trained / "queries"), "--documents", str(trained / "docs"), "--run",
+            str(trained / "dev.run"), "--out", str(trained / "regions.csv"), "--device", "cpu"]
+    assert_one_line_error(capsys, main(args), trained / "model", "a KNRM model selects no regions (TKL does)")
+    assert not (trained / "regions.csv").exists()

@@ -27,6 +27,8 @@ class Ranker(nn.Module):
     - ``TOKENIZER``: the ids the model reads: ``"word"`` (the study's vocabulary, with its word vectors)
       or ``"wordpiece"`` (its encoder's own ids, ``rankstudy.text.wordpiece``); training and scoring
       check the token stores against it (``experiment.check_token_stores``).
+    - ``REGIONS``: the model selects regions of a document and says which (``score_with_regions(query,
+      document) -> (scores, region positions)``; TKL), read by the ``regions`` step.
     """
 
     PARAM_GROUPS: ClassVar[Mapping[str, str]] = {}
@@ -35,6 +37,7 @@ class Ranker(nn.Module):
     LENGTH_GROUPS: ClassVar[bool] = True
     THREAD_GROUPS: ClassVar[bool] = False
     TOKENIZER: ClassVar[str] = "word"
+    REGIONS: ClassVar[bool] = False
 
 
 class EncoderRanker(Ranker):

@@ -192,6 +192,7 @@ class TKLConfig(ContextualizerConfig):
 
 class TKL(Ranker):
     THREAD_GROUPS = True  # training's length groups may run on separate threads (models/base.py)
+    REGIONS = True  # score_with_regions: the regions step reads which windows it chose
     PARAM_GROUPS = {"embedding.": "embeddings", "contextualizer.": "contextualizer"}
     NEEDS_IDF = True  # training builds it with the collection's IDF (the salience e_i's initial values)
 
