@@ -19,7 +19,7 @@ from typing import Any
 import torch
 
 from rankstudy.atomic import atomic_open
-from rankstudy.errors import StudyError
+from rankstudy.errors import StudyError, first_line
 
 
 def save_tensors(obj: Any, path: str | os.PathLike) -> None:
@@ -39,7 +39,7 @@ def load_tensors(path: str | os.PathLike, map_location: str | torch.device = "cp
     try:
         return torch.load(path, map_location=map_location, weights_only=True)
     except pickle.UnpicklingError as error:
-        first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        first = first_line(error)
         raise StudyError(f"{path}: refused to load: not a plain tensor file (weights_only: {first}); "
                          f"delete it if you did not write it") from None
     # a damaged archive: torch's zip and pickle readers fail in many ways

@@ -27,7 +27,7 @@ import torch
 from torch import nn
 
 from rankstudy.atomic import atomic_path
-from rankstudy.errors import StudyError
+from rankstudy.errors import StudyError, first_line
 from rankstudy.tensorfile import load_tensors, save_tensors
 
 MINILM = "minilm"
@@ -88,7 +88,7 @@ def load_encoder(name: str | os.PathLike, layers: int | None = None, train_embed
     try:
         encoder = AutoModel.from_pretrained(str(path), local_files_only=True, **kwargs)
     except (OSError, ValueError, SafetensorError) as error:  # SafetensorError: weights cut short or not safetensors
-        first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        first = first_line(error)
         raise StudyError(f"encoder {str(name)!r}: cannot load the model from {path}: {first}") from None
     total = encoder.config.num_hidden_layers
     if layers is not None and layers != total:

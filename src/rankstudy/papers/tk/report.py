@@ -10,6 +10,7 @@ import pandas as pd
 from rankstudy.errors import StudyError
 from rankstudy.evaluate import ALL, read_metrics
 from rankstudy.formats import read_qrels, read_queries
+from rankstudy.report.columns import SPEED_NOTE
 from rankstudy.report.columns import TK_DEV_MEASURES as DEV_MEASURES, TK_TEST_MEASURES as TEST_MEASURES
 from rankstudy.report.tables import docs_per_ms, mean_value, metric_rows, per_query_values, write_table
 from rankstudy.significance import wilcoxon_p
@@ -20,7 +21,6 @@ TABLE2_CAPTION = (
     "nDCG: over the whole ranking (the notebook's measure); AP: MAP. "
     "p: paired Wilcoxon signed-rank test of test re-rank nDCG@10 against {first_stage}. {speed}{scaled}"
 )
-SPEED_NOTE = "docs/ms: re-ranking throughput of the architecture at the paper's dimensions (results/efficiency.csv). "
 
 
 def table2(metric_csvs: Sequence[str | os.PathLike], rows: Sequence[Mapping[str, Any]], out_prefix, depth: int,

@@ -6,13 +6,12 @@ from __future__ import annotations
 from typing import Any, Iterable
 
 from rankstudy.papers.section import DatasetPaper
-from rankstudy.report.columns import REGIONS_AFTER, TKL_MEASURES
+from rankstudy.report.columns import REGIONS_AFTER, SPEED_NOTE, TKL_MEASURES
 
 # table wildcard -> (config key of its rows, its name in the caption)
 TABLES = {"table1": ("table1", "Table 1"), "table2": ("saturation", "Table 2 (saturation ablation)")}
 CAPTION = ("TKL paper {what} on {data}: re-ranking the top {depth} BM25 candidates; test: dense judgments, "
            "dev: sparse. sig: the rows this one is significantly better than (paired Wilcoxon, p < 0.05). {speed}")
-SPEED_NOTE = "docs/ms: throughput at the paper's dimensions (results/efficiency.csv). "
 
 
 class TKLOutputs(DatasetPaper):
