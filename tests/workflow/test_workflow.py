@@ -117,16 +117,19 @@ def test_preparation_then_the_warm_start_chain_are_scheduled_first(tmp_path):
 
 def test_the_extended_config_adds_the_rows_beyond_the_default(tmp_path):
     """config/extended.yaml, merged over the default: 5 TKL and 5 Socialformer runs more, each trained once and
-    evaluated on dev and test, in the tables the default leaves them out of."""
+    evaluated on dev and test, in the tables the default leaves them out of; and two more seeds (43, 44) of the 19
+    runs a claim names (p1 has three already), each re-ranking both tasks (the 5 test-only runs tune no depth)."""
     work = workflow_copy(tmp_path)
     result = snakemake(work, "-n", "--cores", "2", "--configfile", "config/extended.yaml")
     assert result.returncode == 0, result.stderr
     counts = job_counts(result.stdout + result.stderr)
     assert (counts["train"], counts["rerank"], counts["tune_depth"], counts["choppy_study"], counts["total"]) == \
-        (27 + 10, 55 + 20, 27 + 10, 3, 497)
+        (27 + 10 + 2 * 19, 55 + 20 + 2 * 2 * 19 - 2 * 5, 27 + 10 + 2 * (19 - 5), 3, 829)
     for run in ("tk-500", "tkl-500", "conv_knrm-1k", "doc-matchpyramid", "doc-co_pacrr",
                 "sf-edge", "sf-idcm", "sf-longformer", "sf-bigbird", "sf-qds"):
         assert re.search(rf"models/synthetic-doc/[\w-]+/{run}/seed42/model.pt", result.stdout), run
+    for run in ("tkl-2k", "sf-random"):
+        assert re.search(rf"models/synthetic-doc/[\w-]+/{run}/seed44/model.pt", result.stdout), run
 
 
 def test_the_architecture_diagram_is_the_current_rule_graph():

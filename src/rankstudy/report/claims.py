@@ -39,7 +39,8 @@ from rankstudy.truncation.repeats import method_name, query_key
 
 HOLDS, FAILS, NOT_RUN = "holds", "fails", "not run"
 COLUMNS = ["id", "paper", "source", "claim", "measure", "on", "A", "B", "mean A", "mean B", "difference", "test", "p",
-           "alpha", "margin", "queries", "outcome", "direction agrees", "note", "quote"]
+           "alpha", "margin", "queries", "outcome", "direction agrees", "seeds", "pooled p", "pooled outcome", "note",
+           "quote"]
 SOURCES = ("paper", "study")
 TOLERANCE = 1e-12  # "bounds": ties within float noise are not violations
 
@@ -133,16 +134,47 @@ def claim_row(claim: Mapping[str, Any]) -> dict[str, Any]:
            "alpha": claim.get("alpha", 0.05), "margin": claim.get("margin")}
     if claim.get("not_run"):
         return {**row, "outcome": NOT_RUN, "note": claim["not_run"]}
-    a = reference_values(claim["a"], claim["measure"])
-    b = claim["b"]["value"] if "value" in claim["b"] else reference_values(claim["b"], claim["measure"])
     subset = claim.get("subset")
-    if subset:
-        chosen = evidence_queries(subset["qrels"], subset["truth"], subset["boundary"], subset["evidence"] == "late",
-                                  subset.get("rel_threshold", 1))
-        a = {qid: value for qid, value in a.items() if qid in chosen}
-        if isinstance(b, Mapping):
-            b = {qid: value for qid, value in b.items() if qid in chosen}
-    return {**row, **evaluate(claim, a, b)}
+    chosen = evidence_queries(subset["qrels"], subset["truth"], subset["boundary"], subset["evidence"] == "late",
+                              subset.get("rel_threshold", 1)) if subset else None
+
+    def side(ref: Mapping[str, Any], seed: str | None = None) -> Mapping[str, float] | float:
+        """One side's values (those of ``seed`` where it has several), restricted to the subset."""
+        if "value" in ref:
+            return ref["value"]
+        values = reference_values({**ref, **ref["seeds"][seed]} if seed else ref, claim["measure"])
+        return values if chosen is None else {qid: value for qid, value in values.items() if qid in chosen}
+
+    row.update(evaluate(claim, side(claim["a"]), side(claim["b"])))
+    seeds = seeds_of(claim)
+    if seeds:
+        per_seed = {seed: (side(claim["a"], seed if "seeds" in claim["a"] else None),
+                           side(claim["b"], seed if "seeds" in claim["b"] else None)) for seed in seeds}
+        holding = sum(evaluate(claim, a, b)["outcome"] == HOLDS for a, b in per_seed.values())
+        pooled = evaluate(claim, *(_pool({seed: pair[i] for seed, pair in per_seed.items()}) for i in (0, 1)))
+        row.update({"seeds": f"{holding} of {len(seeds)}", "pooled p": pooled.get("p"),
+                    "pooled outcome": pooled["outcome"]})
+    return row
+
+
+def seeds_of(claim: Mapping[str, Any]) -> list[str]:
+    """The seeds a claim is judged on one by one: those of the side(s) trained with several (both sides':
+    the seeds they share); none when neither side has several."""
+    sides = [claim[key]["seeds"] for key in ("a", "b") if "seeds" in claim[key]]
+    if not sides:
+        return []
+    shared = [seed for seed in sides[0] if all(seed in other for other in sides[1:])]
+    if not shared:
+        raise StudyError(f"claim {claim['id']}: A and B were trained with no seed in common")
+    return shared
+
+
+def _pool(values_by_seed: Mapping[str, Mapping[str, float] | float]) -> Mapping[str, float] | float:
+    """Per-query values of several seeds as one sample of (seed, query) pairs; a fixed value stays one."""
+    first = next(iter(values_by_seed.values()))
+    if not isinstance(first, Mapping):
+        return first
+    return {f"{seed}/{qid}": value for seed, values in values_by_seed.items() for qid, value in values.items()}
 
 
 def scoreboard(claims: list[Mapping[str, Any]]) -> pd.DataFrame:
@@ -152,6 +184,7 @@ def scoreboard(claims: list[Mapping[str, Any]]) -> pd.DataFrame:
 def write_scoreboard(table: pd.DataFrame, out_prefix) -> None:
     """PREFIX.csv (full precision) and PREFIX.md (a count of outcomes, then the table), atomically."""
     prefix = Path(out_prefix)
+    table = table.reindex(columns=COLUMNS)
     with atomic_open(prefix.parent / f"{prefix.name}.csv") as out:
         table.to_csv(out, index=False)
     counts = []
@@ -162,7 +195,8 @@ def write_scoreboard(table: pd.DataFrame, out_prefix) -> None:
                           + ", ".join(f"{(outcomes == o).sum()} {o}" for o in (HOLDS, FAILS, NOT_RUN)))
     summary = "; ".join(counts) or "no claims"
     shown = table.drop(columns=["test", "alpha", "margin", "quote"]).copy()
-    shown["p"] = [f"{p:.2g}" if pd.notna(p) else "" for p in table["p"]]
+    for column in ("p", "pooled p"):
+        shown[column] = [f"{p:.2g}" if pd.notna(p) else "" for p in table[column]]
     shown["queries"] = [f"{int(n)}" if pd.notna(n) else "" for n in table["queries"]]
     shown["claim"] = [f"{text} ({_test_words(row)})" for text, (_, row) in zip(table["claim"], table.iterrows())]
     shown = shown.astype(object).where(shown.notna(), None)  # tabulate shows None, not NaN, as missingval
@@ -171,7 +205,9 @@ def write_scoreboard(table: pd.DataFrame, out_prefix) -> None:
         out.write(f"Claims scoreboard: {summary} (config `claims:`, docs/claims.md). A claim that fails is "
                   f"reported failing; \"not run\": this config does not produce its systems. source: paper, a claim "
                   f"the paper makes (its sentence in results/claims.csv, quote), or study, the study's own check; "
-                  f"direction agrees: A is above B (within the margin) whatever the test says.\n\n{markdown}\n")
+                  f"direction agrees: A is above B (within the margin) whatever the test says; seeds: where a side "
+                  f"was trained with several seeds, in how many of them the claim holds; pooled p / outcome: one "
+                  f"paired test over (seed, query) pairs (docs/claims.md, \"Seeds\").\n\n{markdown}\n")
 
 
 def _test_words(row: pd.Series) -> str:

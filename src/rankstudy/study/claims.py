@@ -39,8 +39,13 @@ def _metric_ref(plan, claim, ref) -> tuple[Ref, str | None]:
         produced = ((system in plan.systems and dataset in plan.studied)
                     or (dataset, system) in plan.neural_systems())
     reason = None if produced else f"{system} is not evaluated on {dataset} in this config"
-    return {"label": ref.get("label", system), "path": f"results/metrics/{dataset}/{system}.{split}.csv",
-            "dataset": dataset, "system": system, "split": split}, reason
+    resolved = {"label": ref.get("label", system), "path": f"results/metrics/{dataset}/{system}.{split}.csv",
+                "dataset": dataset, "system": system, "split": split}
+    seeds = run.seed_systems("-full" if ref.get("task") == "full" else "") if "run" in ref else {}
+    if len(seeds) > 1:  # the claim is judged per seed and pooled too (docs/claims.md, "Seeds")
+        resolved["seeds"] = {str(seed): {"path": f"results/metrics/{dataset}/{name}.{split}.csv", "system": name}
+                             for seed, name in seeds.items()}
+    return resolved, reason
 
 
 def _choppy_ref(plan, claim, ref) -> tuple[Ref, str | None]:

@@ -273,5 +273,6 @@ class StudyPlan:
         for row in self.claims:
             if not row["not_run"]:
                 paths += [ref["path"] for ref in (row["a"], row["b"]) if "path" in ref]
+                paths += [seed["path"] for ref in (row["a"], row["b"]) for seed in ref.get("seeds", {}).values()]
                 paths += [row["subset"][key] for key in ("qrels", "truth") if "subset" in row]
         return sorted(set(paths))

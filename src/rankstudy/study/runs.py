@@ -70,6 +70,11 @@ class Run:
         suffix = "ens" if self.is_ensemble else "best" if self.selects_best_seed else f"s{self.seeds[0]}"
         return f"{self.model}.{self.name}.{suffix}"
 
+    def seed_systems(self, task: str = "") -> dict[int, str]:
+        """The system of each seed the run trained (none for an ensemble: it is one system); ``task``
+        "-full" for the depth tuned on dev."""
+        return {} if self.is_ensemble else {seed: f"{self.model}.{self.name}.s{seed}{task}" for seed in self.seeds}
+
     @property
     def systems(self) -> tuple[str, ...]:
         """Every system the run evaluates: per seed (and its best seed) or its ensemble, each re-ranking the

@@ -105,6 +105,32 @@ def test_claim_rows_read_metric_csvs_and_report_not_run(metrics):
     assert table.loc[0, "mean A"] == pytest.approx(sum(BETTER.values()) / 20)
 
 
+def seeded_ref(tmp_path, name, values_by_seed):
+    """A run trained with several seeds: its table system (the first seed) and each seed's metric file."""
+    seeds = {seed: {"path": str(metric_csv(tmp_path / f"{name}.s{seed}.csv", f"{name}.s{seed}", "test", values,
+                                            dataset="doc")), "system": f"{name}.s{seed}"}
+             for seed, values in values_by_seed.items()}
+    first = next(iter(seeds))
+    return {"label": name, "dataset": "doc", "split": "test", **seeds[first], "seeds": seeds}
+
+
+def test_a_claim_is_judged_per_seed_and_pooled(tmp_path, metrics):
+    # A beats B with seeds 1 and 2, is even with seed 3; the table's system (seed 1) holds
+    a = seeded_ref(tmp_path, "tk", {"1": BETTER, "2": {q: v + 0.001 for q, v in BETTER.items()}, "3": EVEN})
+    row = claim_row(claim(a=a, b=ref(metrics, "tk")))
+    assert (row["outcome"], row["seeds"], row["pooled outcome"]) == ("holds", "2 of 3", "holds")
+    pooled_a = [v for values in (BETTER, {q: v + 0.001 for q, v in BETTER.items()}, EVEN) for v in values.values()]
+    assert row["pooled p"] == pytest.approx(stats.wilcoxon(pooled_a, list(BASE.values()) * 3).pvalue)
+    # both sides seeded: seed paired with seed, only the seeds both have
+    b = seeded_ref(tmp_path, "base", {"2": BASE, "3": BETTER, "4": BASE})
+    both = claim_row(claim(a=a, b=b))
+    assert both["seeds"] == "1 of 2" and both["pooled outcome"] == "fails"
+    # a single-seed claim has no per-seed columns; seeds in common are required
+    assert "seeds" not in claim_row(claim(a=ref(metrics, "tkl"), b=ref(metrics, "tk")))
+    with pytest.raises(StudyError, match="no seed in common"):
+        claim_row(claim(a=a, b=seeded_ref(tmp_path, "other", {"7": BASE, "8": BASE})))
+
+
 def test_a_subset_claim_uses_only_late_evidence_queries(tmp_path, metrics):
     # queries 1-10 have their only relevant document's evidence at token 300 (late), 11-20 at token 10
     qrels = tmp_path / "qrels.txt"

@@ -141,6 +141,12 @@ def test_the_default_plan_names_splits_systems_and_claims():
     assert claims["tk-beats-bm25"]["a"]["path"] == "results/metrics/synthetic-passage/tk.p1.best.test.csv"
     assert claims["tk-beats-bm25"]["b"]["path"] == "results/metrics/synthetic-passage/bm25.test.csv"
     assert claims["tkl-gain-late"]["subset"]["truth"] == "data/synthetic-doc/truth.json"
+    # p1 trained three seeds: its claims are judged on each (and pooled); KNRM trained one
+    p1_seeds = claims["tk-beats-knrm"]["a"]["seeds"]
+    assert p1_seeds["43"] == {"path": "results/metrics/synthetic-passage/tk.p1.s43.test.csv", "system": "tk.p1.s43"}
+    assert list(p1_seeds) == ["42", "43", "44"] and "seeds" not in claims["tk-beats-knrm"]["b"]
+    assert claims["tk-tuned-depth"]["a"]["seeds"]["44"]["system"] == "tk.p1.s44-full"
+    assert "results/metrics/synthetic-passage/tk.p1.s44.test.csv" in plan.claim_inputs()
     assert all(row["not_run"] is None for row in plan.claims)
     assert "results/choppy/tk/per_query.csv" in plan.claim_inputs()
 
