@@ -68,7 +68,7 @@ def best_validated(logs: Sequence[pd.DataFrame], names: Sequence[str]) -> int:
     ties go to the first. The TK notebook submits the best validation run of several initialisations."""
     best = []
     for frame, name in zip(logs, names, strict=True):
-        metric = frame["metric"].dropna()
+        metric = frame.loc[frame["step"] > 0, "metric"].dropna()  # step 0: the untrained model
         if metric.empty:
             raise StudyError(f"{name}: no validation metric in the training log")
         best.append(float(metric.max()))

@@ -2,12 +2,13 @@
 
 One row per trained run and seed, on the test split of the dataset it trained on:
 
-* its learning curve in two numbers — the first and the best validation value of ``log.csv`` and the
-  step of the best (a best at the first validation: training never improved on it);
+* its learning curve in two numbers — the untrained model's validation value (``log.csv``'s step 0) and the
+  best validation value of the trained states, with its step (a best no higher than the untrained value:
+  training never improved on the initialisation);
 * its test measure beside the first stage's (the candidates it re-ranks), on all test queries and on the
   queries it *can read*: those with a relevant document whose evidence starts before the length the run
   reads (synthetic datasets, ``truth.json``; elsewhere every query), each with the paired Wilcoxon p;
-* flags: ``never improved`` (best validation = first), ``below first stage`` (lower on the readable
+* flags: ``never improved`` (best validation <= initial), ``below first stage`` (lower on the readable
   queries with p < 0.05).
 """
 
@@ -28,11 +29,11 @@ from rankstudy.significance import wilcoxon_p
 
 ALPHA = 0.05
 NEVER_IMPROVED, BELOW = "never improved", "below first stage"
-CAPTION = ("Learning audit: every trained run and seed on the test split of the dataset it trained on. first / best "
-           "validation: its validation measure at the first validation and at its best (step). {measure} against the "
+CAPTION = ("Learning audit: every trained run and seed on the test split of the dataset it trained on. initial / best "
+           "validation: its validation measure untrained (step 0) and at its best (step). {measure} against the "
            "first stage it re-ranks, on all test queries and on those it can read (a relevant document's evidence "
            "starts within the tokens it reads: the synthetic data's truth.json; elsewhere every query); p: paired "
-           "Wilcoxon. flags: never improved (best validation = first), below first stage (on the readable queries, "
+           "Wilcoxon. flags: never improved (best validation <= initial), below first stage (on the readable queries, "
            "p < 0.05).")
 
 
@@ -50,21 +51,23 @@ def audit_row(entry: Mapping[str, Any], measure: str) -> dict[str, Any]:
     queries = sorted(first_stage)
     readable = (sorted(evidence_queries(entry["qrels"], entry["truth"], entry["length"], late=False)
                        & set(queries)) if entry.get("truth") else queries)
+    trained = log[log["step"] > 0]
     row: dict[str, Any] = {"run": entry["run"], "seed": entry["seed"], "dataset": entry["dataset"],
-                           "validations": len(log)}
-    if len(log):
-        best = log["metric"].idxmax()
-        row.update({"first validation": float(log["metric"].iloc[0]), "best validation": float(log["metric"][best]),
-                    "best step": int(log["step"][best])})
+                           "validations": len(trained),
+                           # a log without step 0 (written before it was logged): its first validation
+                           "initial validation": float(log["metric"].iloc[0]) if len(log) else math.nan}
+    if len(trained):
+        best = trained["metric"].idxmax()
+        row.update({"best validation": float(trained["metric"][best]), "best step": int(trained["step"][best])})
     else:
-        row.update({"first validation": math.nan, "best validation": math.nan, "best step": None})
+        row.update({"best validation": math.nan, "best step": None})
     for subset, chosen in (("all", queries), ("readable", readable)):
         # a query the run left out scores 0
         a, b = {q: model.get(q, 0.0) for q in chosen}, {q: first_stage[q] for q in chosen}
         row.update({f"{subset} queries": len(chosen), f"{subset} {measure}": _mean(a),
                     f"{subset} first stage": _mean(b), f"{subset} p": wilcoxon_p(a, b) if chosen else math.nan})
     flags = []
-    if len(log) and not row["best validation"] > row["first validation"]:
+    if len(trained) and not row["best validation"] > row["initial validation"]:
         flags.append(NEVER_IMPROVED)
     if row[f"readable {measure}"] < row["readable first stage"] and row["readable p"] < ALPHA:
         flags.append(BELOW)

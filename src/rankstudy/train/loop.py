@@ -2,7 +2,8 @@
 
 Output directory (docs/neural.md): ``model.pt`` (best state_dict), ``checkpoint.pt`` (the last
 validation: model, optimiser, RNG states, early-stopping state, log rows), ``log.csv``
-(``step, loss, metric, best``) and ``config.json``. Every file is written atomically, ``.pt`` files
+(``step, loss, metric, best``; a first row at step 0: the untrained model's validation value, no loss) and
+``config.json``. Every file is written atomically, ``.pt`` files
 byte-reproducibly and read back with ``weights_only=True`` (``rankstudy.tensorfile``).
 
 Resume: ``config.json`` records the settings, the seed and the caller's fingerprint of the inputs;
@@ -311,6 +312,9 @@ def train(model: torch.nn.Module, examples: Sequence[tuple], query_store, doc_st
         saved = json.loads(config_path.read_text()) if config_path.exists() else {}
         with atomic_open(config_path) as out:
             json.dump({**saved, **config}, out, indent=2)
+    if not state["rows"]:  # the untrained model's value, step 0: the learning audit's reference (report/learning.py)
+        state["rows"].append({"step": 0, "loss": math.nan, "metric": _measure(model, validate, cfg, 0),
+                              "best": math.nan})
     if not state["done"]:
         _loop(model, optimizer, examples, listwise, query_store, doc_store, validate, cfg, device, out_dir,
               seed, state, kill_after_step)
@@ -410,7 +414,8 @@ def _backward(model, batch, listwise, query_store, doc_store, cfg, device, step:
     return total
 
 
-def _validation(model, optimizer, validate, cfg, out_dir: Path, state: dict, step: int, losses: list[float]) -> None:
+def _measure(model, validate, cfg, step: int) -> float:
+    """The validation measure of ``model`` as it is now (eval mode, no gradients)."""
     model.eval()
     try:
         with torch.no_grad():
@@ -419,6 +424,13 @@ def _validation(model, optimizer, validate, cfg, out_dir: Path, state: dict, ste
         model.train()
     if not math.isfinite(metric):
         raise StudyError(f"validation {cfg.metric} is {metric} at step {step}")
+    return metric
+
+
+def _validation(model, optimizer, validate, cfg, out_dir: Path, state: dict, step: int, losses: list[float]) -> None:
+    """Validate after ``step``: keep the best state, count validations without improvement (the untrained
+    model's step-0 value is logged only: early stopping compares trained states)."""
+    metric = _measure(model, validate, cfg, step)
     improved = state["best_metric"] is None or metric > state["best_metric"]
     if improved:
         state.update(best_metric=metric, best_step=step, bad=0)

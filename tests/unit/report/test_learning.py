@@ -14,7 +14,8 @@ FIRST_STAGE = {"q1": 0.5, "q2": 0.5, "q3": 0.5, "q4": 0.5, "q5": 0.5, "q6": 0.5,
 
 
 def entry(tmp_path, model_values, validations=(0.2, 0.4, 0.3), truth=True, length=200):
-    pd.DataFrame({"step": [10, 20, 30][:len(validations)], "loss": 1.0, "metric": list(validations)}).to_csv(
+    """validations: the untrained model's (step 0), then after steps 10, 20, ..."""
+    pd.DataFrame({"step": [0, 10, 20, 30][:len(validations)], "loss": 1.0, "metric": list(validations)}).to_csv(
         tmp_path / "log.csv", index=False)
     metric_csv(tmp_path / "model.csv", "knrm.r.s1", "test", model_values, measures=("nDCG@10",))
     metric_csv(tmp_path / "bm25.csv", "bm25", "test", FIRST_STAGE, measures=("nDCG@10",))
@@ -33,7 +34,7 @@ def test_a_run_that_learned_and_beats_the_first_stage_on_what_it_reads(tmp_path)
     # better on the six readable queries, hopeless on the two it cannot read
     values = {**{f"q{i}": 0.9 for i in range(1, 7)}, "q7": 0.0, "q8": 0.0}
     row = audit_row(entry(tmp_path, values), "nDCG@10")
-    assert (row["first validation"], row["best validation"], row["best step"]) == (0.2, 0.4, 20)
+    assert (row["initial validation"], row["best validation"], row["best step"]) == (0.2, 0.4, 10)
     assert row["all queries"] == 8 and row["readable queries"] == 6
     assert row["all nDCG@10"] == pytest.approx(5.4 / 8) and row["readable nDCG@10"] == pytest.approx(0.9)
     assert row["readable first stage"] == pytest.approx(0.5) and row["readable p"] < 0.05
@@ -46,6 +47,9 @@ def test_flags_a_run_that_never_improved_or_ends_below_the_first_stage(tmp_path)
     values = {q: 0.1 for q in FIRST_STAGE}
     row = audit_row(entry(tmp_path, values, validations=(0.4, 0.3, 0.4)), "nDCG@10")
     assert row["flags"] == f"{NEVER_IMPROVED}, {BELOW}"
+    # the untrained value is the reference: a trained state that beats it has improved
+    assert audit_row(entry(tmp_path, values, validations=(0.3, 0.2, 0.35)), "nDCG@10")["best step"] == 20
+    assert NEVER_IMPROVED not in audit_row(entry(tmp_path, values, validations=(0.3, 0.2, 0.35)), "nDCG@10")["flags"]
     # a run that reads 10 tokens can read none of these queries: nothing to compare, so no flag for it
     table = learning_audit([entry(tmp_path, values, length=10)], "nDCG@10", tmp_path / "learning")
     assert table.loc[0, "readable queries"] == 0 and BELOW not in table.loc[0, "flags"]

@@ -6,6 +6,7 @@ import json
 import logging
 
 import numpy as np
+import pandas as pd
 import pytest
 import torch
 from torch import nn
@@ -197,13 +198,22 @@ def test_query_negatives_score_each_positive_with_the_next_query(listwise):
 
 
 
+def trained_log(out_dir):
+    """A run's log.csv without the untrained model's step-0 row."""
+    log = read_log(out_dir / "log.csv")
+    return log[log["step"] > 0].reset_index(drop=True)
+
+
 def test_pairwise_training_learns_the_toy_problem(toy, tmp_path):
     cfg = config()
     before = validator(toy, cfg)(ToyRanker(init_seed=0))
     model, summary = fit(toy, cfg, tmp_path / "run")
-    log = read_log(tmp_path / "run" / "log.csv")
+    log = pd.read_csv(tmp_path / "run" / "log.csv")
     assert list(log.columns) == ["step", "loss", "metric", "best"]
-    assert log["step"].tolist() == [10, 20, 30, 40, 50, 60]
+    assert log["step"].tolist() == [0, 10, 20, 30, 40, 50, 60]
+    # step 0: the untrained model's validation value (the learning audit's reference), no loss, no best
+    assert log.loc[0, "metric"] == pytest.approx(before) and log.loc[0, ["loss", "best"]].isna().all()
+    log = trained_log(tmp_path / "run")
     assert log["loss"].iloc[-1] < 0.5 * log["loss"].iloc[0]
     assert summary["best_metric"] > before + 0.3 and summary["best_metric"] >= 0.85
     assert summary["steps"] == 60 and not summary["stopped_early"]
@@ -215,7 +225,7 @@ def test_listwise_training_learns_the_toy_problem(toy, tmp_path):
     cfg = config(loss="listwise", batch_size=8)
     before = validator(toy, cfg)(ToyRanker(init_seed=0))
     _, summary = fit(toy, cfg, tmp_path / "run", examples=groups(toy))
-    log = read_log(tmp_path / "run" / "log.csv")
+    log = trained_log(tmp_path / "run")
     assert log["loss"].iloc[-1] < 0.5 * log["loss"].iloc[0]
     assert summary["best_metric"] > before + 0.3
     with pytest.raises(StudyError, match="listwise needs groups"):
@@ -236,7 +246,7 @@ def test_micro_batches_take_the_same_steps_as_one_pass(toy, tmp_path, listwise):
         models[name].dropout.p = 0.0
         train(models[name], data, toy["queries"], toy["docs"], validator(toy, cfg), cfg, tmp_path / name, seed=7)
     whole, micro = models["whole"], models["micro"]
-    losses = [read_log(tmp_path / name / "log.csv")["loss"].to_numpy() for name in ("whole", "micro")]
+    losses = [trained_log(tmp_path / name)["loss"].to_numpy() for name in ("whole", "micro")]
     np.testing.assert_allclose(losses[1], losses[0], rtol=1e-5)
     assert losses[0][-1] < 0.5 * losses[0][0]  # the runs learn: the comparison is not of two idle models
     for name, value in whole.state_dict().items():
@@ -257,7 +267,7 @@ def test_tk_trains_on_two_threads_as_on_one(toy, tmp_path):
             cfg = config(max_steps=20, length_group=8,  # batches of 16 pairs: 4 groups of 8 documents
                          learning_rates={"embeddings": 0.02, "contextualizer": 0.01, "default": 0.01})
             train(model, triples(toy), toy["queries"], toy["docs"], validator(toy, cfg), cfg, tmp_path / name, seed=7)
-            weights[name], losses[name] = model.state_dict(), read_log(tmp_path / name / "log.csv")["loss"].to_numpy()
+            weights[name], losses[name] = model.state_dict(), trained_log(tmp_path / name)["loss"].to_numpy()
     finally:
         torch.set_num_threads(before)
     assert losses["one"][-1] < 0.8 * losses["one"][0]  # it learns: not a comparison of idle models
@@ -272,7 +282,8 @@ def test_tk_trains_on_two_threads_as_on_one(toy, tmp_path):
 
 
 def test_early_stopping_keeps_the_best_model(toy, tmp_path):
-    values, snapshots = iter([0.5, 0.7, 0.6, 0.65, 0.9]), []
+    # the untrained model validates highest (0.8): it is logged, never kept, and no reference for patience
+    values, snapshots = iter([0.8, 0.5, 0.7, 0.6, 0.65, 0.9]), []
 
     def validate(model):
         assert not model.training and not torch.is_grad_enabled()
@@ -283,11 +294,11 @@ def test_early_stopping_keeps_the_best_model(toy, tmp_path):
     model = ToyRanker()
     summary = train(model, triples(toy), toy["queries"], toy["docs"], validate, cfg, tmp_path, seed=1)
     assert summary == {"metric": "RR@10", "best_metric": 0.7, "best_step": 10, "steps": 20, "stopped_early": True}
-    log = read_log(tmp_path / "log.csv")
+    log = trained_log(tmp_path)
     assert log["step"].tolist() == [5, 10, 15, 20] and log["best"].tolist() == [0.5, 0.7, 0.7, 0.7]
     best = torch.load(tmp_path / "model.pt")
-    assert all(torch.equal(best[k], snapshots[1][k]) for k in best)
-    assert not torch.equal(best["embedding.weight"], snapshots[3]["embedding.weight"])
+    assert all(torch.equal(best[k], snapshots[2][k]) for k in best)
+    assert not torch.equal(best["embedding.weight"], snapshots[4]["embedding.weight"])
     assert all(torch.equal(v, best[k]) for k, v in model.state_dict().items())
 
 
@@ -298,7 +309,7 @@ def test_resume_after_a_kill_gives_the_same_result(toy, tmp_path):
     killed = tmp_path / "killed"
     with pytest.raises(TrainingInterrupted):
         fit(toy, cfg, killed, kill_after_step=20)
-    assert read_log(killed / "log.csv")["step"].tolist() == [10, 20]
+    assert read_log(killed / "log.csv")["step"].tolist() == [0, 10, 20]
     with pytest.raises(TrainingInterrupted):  # killed between checkpoints: steps 21..25 are redone
         fit(toy, cfg, killed, init_seed=99, kill_after_step=25)
     _, resumed = fit(toy, cfg, killed, init_seed=99)  # the checkpoint replaces the fresh weights
