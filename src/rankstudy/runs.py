@@ -77,6 +77,18 @@ def best_validated(logs: Sequence[pd.DataFrame], names: Sequence[str]) -> int:
     return chosen
 
 
+def split_lists(run: Mapping[str, Sequence[tuple[str, float]]], qids: Iterable[str], hits: int) -> Run:
+    """The top ``hits`` of each query of ``qids`` in a given run (a local folder's candidates, a fold's share of its
+    dataset's run); a query the run does not rank keeps an empty list (logged), none ranked is an error."""
+    result: Run = {qid: ranked(run.get(qid, ()))[:hits] for qid in qids}
+    missing = sorted(qid for qid, ranking in result.items() if not ranking)
+    if result and len(missing) == len(result):
+        raise StudyError(f"the run ranks none of the split's {len(result)} queries")
+    if missing:
+        log.warning("%d of %d queries have no candidates (e.g. %s)", len(missing), len(result), missing[0])
+    return result
+
+
 def merge_disjoint(parts: Sequence[Mapping[str, Any]], names: Sequence[str]) -> dict[str, Any]:
     """One mapping qid -> value from parts with disjoint query ids (cross-validation folds' test runs or
     qrels, named by ``names`` in errors)."""

@@ -19,20 +19,21 @@ rule first_stage:
         " --timing {params.timing} 2> {log}"
 
 
-# An irds split's own candidate lists (ir_datasets scoreddocs, e.g. TREC DL's official top 1,000)
+# A dataset's own candidate lists: an irds split's (ir_datasets scoreddocs, e.g. TREC DL's official top 1,000) or
+# a local folder's given run (local.candidates, e.g. BM25's top 100 with the passages' text)
 rule official_candidates:
-    input: queries="data/{dataset}/queries.{split}.tsv"
+    input: queries="data/{dataset}/queries.{split}.tsv", given=lambda wc: PLAN.first_stage.official_run(wc.dataset)
     output: "runs/{dataset}/{system}.{split}.run"
     log: "logs/first_stage/{dataset}/{system}.{split}.log"
     conda: "../../environment.yml"
     wildcard_constraints: system=system_alternatives("official")
     params:
-        ids=lambda wc: " ".join(shlex.quote(i) for i in PLAN.first_stage.irds_ids(wc.dataset, wc.split)),
+        source=lambda wc: PLAN.first_stage.official_source(wc.dataset, wc.split),
         hits=lambda wc: PLAN.first_stage.hits(wc.system),
     resources: mem_mb=4000, runtime=120
     priority: PREPARATION_PRIORITY
     shell:
-        "python -m rankstudy official-candidates --ids {params.ids} --queries {input.queries} --hits {params.hits}"
+        "python -m rankstudy official-candidates {params.source} --queries {input.queries} --hits {params.hits}"
         " --out {output} --tag {wildcards.system} 2> {log}"
 
 
@@ -55,7 +56,10 @@ rule dense_index:
 
 
 rule dense_search:
-    input: index="index/{dataset}.{system}", queries="data/{dataset}/queries.{split}.tsv"
+    input:
+        index="index/{dataset}.{system}",
+        queries="data/{dataset}/queries.{split}.tsv",
+        rescored=lambda wc: PLAN.first_stage.rescored(wc.dataset, wc.system, wc.split),  # rescore: another's lists
     output: "runs/{dataset}/{system}.{split}.run"
     log: "logs/first_stage/{dataset}/{system}.{split}.log"
     conda: "../../environment.yml"
@@ -66,9 +70,10 @@ rule dense_search:
         config=lambda wc: as_json(PLAN.first_stage.dense_settings(wc.system)),
         device=lambda wc: SYSTEMS[wc.system].get("device", "auto"),
         hits=lambda wc: PLAN.first_stage.hits(wc.system),
+        rescore=lambda wc, input: f"--rescore {input.rescored}" if input.rescored else "",
     resources: mem_mb=8000, runtime=240, gpu=lambda wc: gpus(SYSTEMS[wc.system].get("device", "auto"))
     priority: PREPARATION_PRIORITY
     shell:
         "python -m rankstudy dense-search --index {input.index} --queries {input.queries} --config {params.config:q}"
         " --hits {params.hits} --out {output} --tag {wildcards.system} --device {params.device} --threads {threads}"
-        " 2> {log}"
+        " {params.rescore} 2> {log}"

@@ -10,6 +10,7 @@ for _name, _dataset in DATASETS.items():
             queries=[f"data/{_name}/queries.{split}.tsv" for split in PLAN.dataset_splits(_name)],
             qrels=[f"data/{_name}/qrels.{split}.txt" for split in PLAN.dataset_splits(_name)],
             truth=[f"data/{_name}/truth.json"] if _dataset["source"] == "synthetic" else [],
+            candidates=PLAN.first_stage.official_run(_name),  # a local folder's given candidate run
         log:
             f"logs/data/{_name}.log",
         conda:

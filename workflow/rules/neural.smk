@@ -87,7 +87,7 @@ rule examples:
     params:
         per_query=NEURAL["examples"]["per_query"],
         depth=NEURAL["examples"]["negatives_depth"],
-        threshold=lambda wc: DATASETS[wc.dataset].get("train_min_grade", PLAN.rel_threshold(wc.dataset, "train")),
+        threshold=lambda wc: PLAN.train_min_grade(wc.dataset),
         negatives=NEURAL["examples"]["group_negatives"],
         seed=config["seed"],
     wildcard_constraints: kind="triples|groups"

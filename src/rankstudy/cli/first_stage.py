@@ -24,6 +24,23 @@ def _dataset_arguments(p: argparse.ArgumentParser) -> None:
     p.set_defaults(handler=_dataset)
 
 
+def _folds(args: argparse.Namespace) -> None:
+    from rankstudy.datasets.folds import export_folds
+
+    export_folds(args.queries, args.qrels, args.collection, args.k, args.seed, args.out)
+
+
+@subcommand("folds", "deal a split's judged queries into k folds, each a dataset (train, dev, test)")
+def _folds_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--queries", required=True, help="the folded split's queries")
+    p.add_argument("--qrels", required=True, help="the folded split's qrels")
+    p.add_argument("--collection", required=True, help="the collection (train positives need text)")
+    p.add_argument("--k", type=int, required=True, help="folds")
+    p.add_argument("--seed", type=int, required=True, help="seed of the fold assignment")
+    p.add_argument("--out", nargs="+", required=True, help="one directory per fold, in order")
+    p.set_defaults(handler=_folds)
+
+
 def _index(args: argparse.Namespace) -> None:
     from rankstudy.lucene import build_index
 
@@ -51,16 +68,26 @@ def _index_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _official_candidates(args: argparse.Namespace) -> None:
-    from rankstudy.datasets.irds import official_candidates
-    from rankstudy.formats import read_queries, write_run
+    from rankstudy.formats import read_queries, read_run, write_run
 
-    run = official_candidates(args.ids, set(read_queries(args.queries)), args.hits)
+    qids = read_queries(args.queries)
+    if args.run:
+        from rankstudy.runs import split_lists
+
+        run = split_lists(read_run(args.run), qids, args.hits)
+    else:
+        from rankstudy.datasets.irds import official_candidates
+
+        run = official_candidates(args.ids, set(qids), args.hits)
     write_run(args.out, run, args.tag)
 
 
-@subcommand("official-candidates", "a split's own candidate lists (ir_datasets scoreddocs) as a first-stage run")
+@subcommand("official-candidates", "a split's own candidate lists as a first-stage run: an irds split's scoreddocs, "
+                                   "or a given run's lists of the split's queries")
 def _official_candidates_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--ids", nargs="+", required=True, help="the ir_datasets id(s) of the split")
+    source = p.add_mutually_exclusive_group(required=True)
+    source.add_argument("--ids", nargs="+", help="the ir_datasets id(s) of the split")
+    source.add_argument("--run", help="a TREC run: a local dataset's candidates.run, or a fold's parent's run")
     p.add_argument("--queries", required=True, help="the split's exported queries (the run keeps these)")
     p.add_argument("--hits", type=int, required=True)
     p.add_argument("--out", required=True)
@@ -99,8 +126,15 @@ def _dense_search(args: argparse.Namespace) -> None:
     from rankstudy.device import resolve_device
 
     torch.set_num_threads(max(1, args.threads))
-    run = search(args.index, args.queries, _dense_config(args.config), args.hits,
-                 device=str(resolve_device(args.device)), threads=args.threads)
+    device = str(resolve_device(args.device))
+    if args.rescore:
+        from rankstudy.dense import rescore
+        from rankstudy.formats import read_run
+
+        run = rescore(args.index, args.queries, read_run(args.rescore), _dense_config(args.config), args.hits, device)
+    else:
+        run = search(args.index, args.queries, _dense_config(args.config), args.hits, device=device,
+                     threads=args.threads)
     write_run(args.out, run, args.tag)
 
 
@@ -114,6 +148,7 @@ def _dense_search_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--tag", required=True)
     p.add_argument("--device", default="auto")
     p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--rescore", help="a TREC run: score its lists instead of searching (a zero-shot re-scorer)")
     p.set_defaults(handler=_dense_search)
 
 

@@ -187,6 +187,21 @@ def _ensemble_arguments(p: argparse.ArgumentParser) -> None:
     p.set_defaults(handler=_ensemble)
 
 
+def _merge_runs(args: argparse.Namespace) -> None:
+    from rankstudy.formats import read_run, write_run
+    from rankstudy.runs import merge_disjoint
+
+    write_run(args.out, merge_disjoint([read_run(path) for path in args.runs], args.runs), args.tag)
+
+
+@subcommand("merge-runs", "one run from runs of disjoint queries (query folds' held-out runs)")
+def _merge_runs_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--runs", nargs="+", required=True, help="each fold's held-out run")
+    p.add_argument("--out", required=True)
+    p.add_argument("--tag", required=True)
+    p.set_defaults(handler=_merge_runs)
+
+
 def _select_seed(args: argparse.Namespace) -> None:
     from rankstudy.formats import read_run, write_run
     from rankstudy.report.curves import read_log

@@ -36,6 +36,14 @@ def check_references(config: Mapping[str, Any]) -> None:
             if name not in datasets:
                 raise ConfigError(f"config: neural.embeddings.{emb} names dataset {name!r}, "
                                   "which is not a key of datasets")
+    for name, spec in datasets.items():
+        folds = spec.get("folds")
+        if folds is None:
+            continue
+        taken = [f"{name}-fold{i}" for i in range(1, folds.get("k", 5) + 1) if f"{name}-fold{i}" in datasets]
+        if taken:
+            raise ConfigError(f"config: datasets.{name}.folds makes the fold datasets {name}-fold1 ...; "
+                              f"{', '.join(taken)} is already a key of datasets")
     systems = config["first_stage"]["systems"]
     if neural["rerank"]["first_stage"] not in systems:
         raise ConfigError(f"config: neural.rerank.first_stage names {neural['rerank']['first_stage']!r}, which is "
@@ -46,6 +54,7 @@ def check_plan(plan) -> None:
     """Everything the planned runs need, then each paper's section (its plan's ``check``); a StudyPlan
     without its claims."""
     _check_settings(plan)
+    _check_folds(plan)
     _check_splits(plan)
     for paper in (plan.tk, plan.tkl, plan.socialformer):
         paper.check()
@@ -70,6 +79,28 @@ def _check_settings(plan) -> None:
         raise ConfigError("config: " + "\n  ".join(problems))
 
 
+def _check_folds(plan) -> None:
+    """A dataset's folds share out one of its splits; a run trained on folds has one model per fold, so it
+    re-ranks only its own dataset's held-out folds, and has no one best seed or encoder to hand on."""
+    for parent in plan.folds.parents:
+        split = plan.folds.split(parent)
+        if split not in plan.dataset_splits(parent):
+            raise ConfigError(f"config: datasets.{parent}.folds.split is {split!r}, which is not a split of "
+                              f"{parent!r} (its splits: {', '.join(plan.dataset_splits(parent))})")
+    for name in plan.folds.runs():
+        run = plan.runs[name]
+        others = [dataset for dataset in run.datasets if dataset != run.train]
+        if others:
+            raise ConfigError(f"config: neural.runs.{name} trains one model per query fold of {run.train!r}, so it "
+                              f"re-ranks only {run.train!r}'s held-out folds, not {', '.join(others)}")
+        if run.selects_best_seed:
+            raise ConfigError(f"config: neural.runs.{name}: select: best_validation needs one model per seed; "
+                              f"a run trained on the query folds of {run.train!r} has one per fold")
+        if run.starts_others:
+            raise ConfigError(f"config: neural.runs.{name} trains on the query folds of {run.train!r}: its "
+                              "encoder (one per fold) cannot warm-start another run (encoder_from)")
+
+
 def _check_splits(plan) -> None:
     """A run trains on its dataset's train split and validates on its dev split; the full task tunes
     its depth on each evaluated dataset's dev split unless the run re-ranks a fixed rerank_depth."""
@@ -77,7 +108,7 @@ def _check_splits(plan) -> None:
         if not run.datasets:
             continue
         spec = run.spec
-        if "model" in spec:
+        if "model" in spec and spec["train"] not in plan.folds.parents:  # folds: train and dev splits of their own
             splits = plan.dataset_splits(spec["train"])
             missing = [split for split in ("train", "dev") if split not in splits]
             if missing:

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from functools import cached_property
+from itertools import product
 from typing import Any, Iterable, Mapping
 
+from rankstudy.datasets.folds import ROLES as FOLD_ROLES
 from rankstudy.papers.choppy.plan import ChoppyOutputs
 from rankstudy.papers.socialformer.plan import SocialformerOutputs
 from rankstudy.papers.tk.plan import TKOutputs
@@ -13,6 +15,7 @@ from rankstudy.papers.tkl.plan import TKLOutputs
 from rankstudy.report.columns import speed_column
 from rankstudy.study.checks import check_plan, check_references
 from rankstudy.study.claims import resolve_claims
+from rankstudy.study.folds import Folds
 from rankstudy.study.runs import Run, plan_runs, system_run
 from rankstudy.study.stages import FirstStage, Text
 
@@ -72,6 +75,10 @@ class StudyPlan:
         return Text(self)
 
     @cached_property
+    def folds(self) -> Folds:
+        return Folds(self)
+
+    @cached_property
     def tk(self) -> TKOutputs:
         return TKOutputs(self)
 
@@ -120,55 +127,85 @@ class StudyPlan:
             spec = self.datasets[name]
             if spec["source"] == "synthetic":
                 return f"{name} (the study's synthetic data, docs/synthetic.md; not the paper's)"
-            return f"{name} (local files in {spec['local']['path']})" if spec["source"] == "local" else \
-                f"{name} (ir_datasets)"
+            where = f"local files in {spec['local']['path']}" if spec["source"] == "local" else "ir_datasets"
+            return f"{name} ({where}; {self.folds.description(name)})" if "folds" in spec else f"{name} ({where})"
 
         return " and ".join(described(name) for name in dict.fromkeys(names))
 
     def dataset_splits(self, name: str) -> list[str]:
-        """The splits a dataset provides, known when the DAG is built."""
+        """The splits a dataset provides, known when the DAG is built (a fold dataset: train, dev, test)."""
+        if self.folds.parent(name):
+            return list(FOLD_ROLES)
         dataset = self.datasets[name]
         if dataset["source"] == "synthetic":
             return list(SYNTHETIC_SPLITS)
         return list(dataset[dataset["source"]]["splits"])
 
     def rel_threshold(self, name: str, split: str) -> int:
-        """Lowest relevant grade on a dataset's split: the dataset's (per split or for all), else evaluation's."""
+        """Lowest relevant grade on a dataset's split: the dataset's (per split or for all), else evaluation's; a
+        fold dataset's splits have its parent's folded split's."""
+        parent = self.folds.parent(name)
+        if parent:
+            return self.rel_threshold(parent, self.folds.split(parent))
         default = self.config["evaluation"]["rel_threshold"]
         threshold = self.datasets[name].get("rel_threshold", default)
         return threshold.get(split, default) if isinstance(threshold, dict) else threshold
 
+    def train_min_grade(self, name: str) -> int:
+        """Lowest train grade of a training positive: the dataset's (a fold's: its parent's) train_min_grade,
+        else its train split's relevance threshold."""
+        spec = self.datasets[self.folds.parent(name) or name]
+        return spec.get("train_min_grade", self.rel_threshold(name, "train"))
+
+    def has_official(self, dataset: str) -> bool:
+        """Whether a dataset has candidate lists of its own: an irds split's scoreddocs, or a local folder's
+        given run (``local.candidates``)."""
+        spec = self.datasets[dataset]
+        return spec["source"] == "irds" or (spec["source"] == "local" and "candidates" in spec["local"])
+
     def system_splits(self, system: str, dataset: str) -> list[str]:
         """The splits of a dataset a first-stage system runs on (its ``splits``, else all); official candidates
-        exist only for irds datasets."""
+        exist only for datasets that have their own (``has_official``); a fold dataset has every split where its
+        parent's folded split has the system's lists."""
+        parent = self.folds.parent(dataset)
+        if parent:
+            return list(FOLD_ROLES) if self.folds.split(parent) in self.system_splits(system, parent) else []
         spec = self.systems[system]
-        if spec["model"] == "official" and self.datasets[dataset]["source"] != "irds":
+        if spec["model"] == "official" and not self.has_official(dataset):
             return []
         wanted = spec.get("splits")
         return [split for split in self.dataset_splits(dataset) if wanted is None or split in wanted]
 
     def eval_splits(self, dataset: str, run: str | None = None) -> list[str]:
         """A neural run's evaluation splits of a dataset: dev and test (dev only where it has one), or the
-        run's own ``splits`` (e.g. test only, for an ablation whose table shows test columns)."""
+        run's own ``splits`` (e.g. test only, for an ablation whose table shows test columns); a dataset with
+        folds only its folded split, which the held-out folds make up."""
         wanted = self.runs[run].spec.get("splits", ("dev", "test")) if run else ("dev", "test")
-        return [split for split in ("dev", "test") if split in self.dataset_splits(dataset) and split in wanted]
+        splits = [self.folds.split(dataset)] if "folds" in self.datasets[dataset] else self.dataset_splits(dataset)
+        return [split for split in ("dev", "test") if split in splits and split in wanted]
 
     def neural_systems(self) -> list[tuple[str, str]]:
         """(dataset, system) pairs of every neural run to evaluate on dev and test."""
         return [(dataset, system) for run in self.runs.values() for dataset in run.datasets for system in run.systems]
 
+    def train_datasets(self, run: str) -> list[str]:
+        """The datasets a run's models train on, one model each: its train dataset, or that dataset's folds."""
+        train = self.runs[run].train
+        return self.folds.names(train) if train in self.folds.parents else [train]
+
     def learning_audit(self) -> list[dict[str, Any]]:
         """The learning audit's entries (report/learning.py): every seed of every trained run, on the test split
-        of the dataset it trained on (where the study evaluates it there), against the candidates' first stage."""
+        of the dataset it trained on (where the study evaluates it there; with folds: each fold's model on its
+        held-out queries), against the candidates' first stage."""
         entries = []
         for name, run in self.runs.items():
             if run.base != name or run.is_ensemble or run.train not in run.datasets:
                 continue
-            dataset, synthetic = run.train, self.datasets[run.train]["source"] == "synthetic"
-            for seed in run.seeds:
+            synthetic = self.datasets[run.train]["source"] == "synthetic"
+            for dataset, seed in product(self.train_datasets(name), run.seeds):
                 system = f"{run.model}.{name}.s{seed}"
                 entries.append({"run": name, "seed": seed, "dataset": dataset, "system": system,
-                                "first_stage": self.rerank_from, "log": f"{run.model_dir(seed)}/log.csv",
+                                "first_stage": self.rerank_from, "log": f"{run.model_dir(seed, dataset)}/log.csv",
                                 "metrics": f"results/metrics/{dataset}/{system}.test.csv",
                                 "first_stage_metrics": f"results/metrics/{dataset}/{self.rerank_from}.test.csv",
                                 "qrels": f"data/{dataset}/qrels.test.txt",
@@ -231,21 +268,31 @@ class StudyPlan:
 
     def training_settings(self, run: str) -> dict[str, Any]:
         """The TrainConfig settings of a run's training: neural.training, the run's overrides, the device, and
-        the relevance threshold of the dev split it validates on (the train dataset's)."""
-        return {**self.runs[run].training, "rel_threshold": self.rel_threshold(self.runs[run].train, "dev")}
+        the relevance threshold of the dev split it validates on (the train dataset's, or its folds')."""
+        return {**self.runs[run].training, "rel_threshold": self.rel_threshold(self.train_datasets(run)[0], "dev")}
 
     def encoder_inputs(self, run: str, seed: int | str) -> list[str]:
         """The encoder directories a run's model loads: its warm start, else its study encoder."""
         warm_start = self.runs[run].encoder_dir(seed)
         return [warm_start] if warm_start else self.encoder_build(self.models[self.runs[run].model].get("encoder"))
 
+    def query_store(self, emb: str, dataset: str, split: str) -> str:
+        """The token store of a split's queries (a fold's: its parent's folded split, read by query id)."""
+        source, source_split = self.folds.text_source(dataset, split)
+        return f"text/{emb}/{source}/queries.{source_split}"
+
+    def collection_store(self, emb: str, dataset: str) -> str:
+        """The token store of a dataset's collection (a fold's: its parent's)."""
+        return f"text/{emb}/{self.folds.collection_source(dataset)}/collection"
+
     def train_inputs(self, dataset: str, run: str, seed: int | str) -> dict[str, Any]:
         """Files a run's training reads (rule train): its text, examples, dev candidates, encoder."""
-        text = f"text/{self.runs[run].embeddings}"
-        return {"embeddings": f"{text}/embeddings.npy",
+        emb = self.runs[run].embeddings
+        return {"embeddings": f"text/{emb}/embeddings.npy",
                 "examples": f"train/{dataset}/{self.runs[run].example_kind}.tsv",
-                "train_queries": f"{text}/{dataset}/queries.train", "documents": f"{text}/{dataset}/collection",
-                "dev_queries": f"{text}/{dataset}/queries.dev",
+                "train_queries": self.query_store(emb, dataset, "train"),
+                "documents": self.collection_store(emb, dataset),
+                "dev_queries": self.query_store(emb, dataset, "dev"),
                 "dev_run": f"runs/{dataset}/{self.rerank_from}.dev.run", "dev_qrels": f"data/{dataset}/qrels.dev.txt",
                 "encoder": self.encoder_inputs(run, seed)}
 
@@ -259,10 +306,12 @@ class StudyPlan:
                 for split in self.eval_splits(dataset, system_run(system))]
 
     def rerank_inputs(self, dataset: str, run: str, seed: int | str, split: str) -> dict[str, Any]:
-        """Files a run's re-ranking of a split reads (rule rerank): model, text, candidates, encoder."""
-        text = f"text/{self.runs[run].embeddings}"
-        return {"model": f"{self.runs[run].model_dir(seed)}/model.pt", "embeddings": f"{text}/embeddings.npy",
-                "queries": f"{text}/{dataset}/queries.{split}", "documents": f"{text}/{dataset}/collection",
+        """Files a run's re-ranking of a split reads (rule rerank): model (on a fold of the run's dataset: the
+        model trained on that fold), text, candidates, encoder."""
+        emb, own = self.runs[run].embeddings, self.folds.parent(dataset) == self.runs[run].train
+        return {"model": f"{self.runs[run].model_dir(seed, dataset if own else None)}/model.pt",
+                "embeddings": f"text/{emb}/embeddings.npy",
+                "queries": self.query_store(emb, dataset, split), "documents": self.collection_store(emb, dataset),
                 "candidates": f"runs/{dataset}/{self.rerank_from}.{split}.run",
                 "encoder": self.encoder_inputs(run, seed)}
 

@@ -44,8 +44,9 @@ class Run:
         """Training examples: groups (1 positive + negatives) for the listwise loss, else triples."""
         return "groups" if self.training["loss"] == "listwise" else "triples"
 
-    def model_dir(self, seed: int) -> str:
-        return f"models/{self.train}/{self.model}/{self.base}/seed{seed}"
+    def model_dir(self, seed: int, dataset: str | None = None) -> str:
+        """Where a seed's model lives; ``dataset``: the fold of the train dataset it trained on (query folds)."""
+        return f"models/{dataset or self.train}/{self.model}/{self.base}/seed{seed}"
 
     def encoder_dir(self, seed: int) -> str | None:
         """The exported fine-tuned encoder the run starts from (its ``encoder_from`` run's), else None."""

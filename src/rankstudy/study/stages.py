@@ -32,9 +32,28 @@ class FirstStage:
         """Candidates per query of a first-stage system: its own ``hits``, else first_stage.hits."""
         return self.plan.systems[system].get("hits", self.plan.config["first_stage"]["hits"])
 
+    def rescored(self, dataset: str, system: str, split: str) -> list[str]:
+        """The lists a dense system with ``rescore`` scores instead of searching (none for a dense search)."""
+        source = self.plan.systems[system].get("rescore")
+        return [f"runs/{dataset}/{source}.{split}.run"] if source else []
+
     def dense_settings(self, system: str) -> dict[str, Any]:
         """A dense system's DenseConfig settings (its encoder's, no first-stage keys)."""
         return {key: value for key, value in self.plan.systems[system].items() if key in DENSE_KEYS}
+
+    def official_run(self, dataset: str) -> list[str]:
+        """A local dataset's given candidates (``local.candidates``, exported by its dataset rule) that its official
+        lists come from; none for an irds dataset (its scoreddocs) nor a fold (rule fold_candidates; Snakemake asks
+        every rule whose output matches)."""
+        spec = self.plan.datasets.get(dataset, {"source": "fold"})
+        return [f"data/{dataset}/candidates.run"] if spec["source"] == "local" and "candidates" in spec["local"] else []
+
+    def official_source(self, dataset: str, split: str) -> str:
+        """official-candidates' source option: the local dataset's candidates, or the irds split's ids (quoted)."""
+        given = self.official_run(dataset)
+        if given:
+            return f"--run {given[0]}"
+        return "--ids " + " ".join(shlex.quote(i) for i in self.irds_ids(dataset, split))
 
     def irds_ids(self, dataset: str, split: str) -> list[str]:
         """The ir_datasets id(s) of an irds dataset's split."""

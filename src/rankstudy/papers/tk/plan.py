@@ -74,10 +74,12 @@ class TKOutputs:
 
     def view_run(self) -> dict[str, str] | None:
         """The interpretability view's run: the first TK run of Table 2 that trained its own models (re-rank
-        task; its best-validated seed where the run selects one, else its first seed); None without one."""
+        task; its best-validated seed where the run selects one, else its first seed); None without one. A run
+        trained on query folds has no one model to view."""
         for name in self.table2_runs:
             run = self.plan.runs[name]
-            if run.base == name and self.plan.models[run.model]["model"] == "tk" and run.datasets:
+            if (run.base == name and self.plan.models[run.model]["model"] == "tk" and run.datasets
+                    and run.train not in self.plan.folds.parents):
                 return {"run": name, "dataset": run.datasets[0], "system": run.system}
         return None
 
