@@ -115,3 +115,55 @@ def test_bad_config_is_a_config_error(tmp_path, settings):
     make_source(tmp_path)
     with pytest.raises(ConfigError):
         local.export("ds", {**settings, "path": str(tmp_path / "src")}, tmp_path / "out")
+
+
+RUN = b"q1 Q0 d3 1 9.5 bm25\nq1 Q0 d1 2 7.0 bm25\nq2 Q0 d2 1 3.0 bm25\n"
+
+
+def test_a_given_candidate_run_is_exported_for_the_official_route(tmp_path):
+    src = make_source(tmp_path)
+    (src / "bm25.run").write_bytes(RUN)
+    local.export("ds", {**SETTINGS, "path": str(src), "candidates": "bm25.run"}, tmp_path / "out")
+    assert (tmp_path / "out" / "candidates.run").read_text().splitlines() == [
+        "q1 Q0 d3 1 9.5 candidates", "q1 Q0 d1 2 7 candidates", "q2 Q0 d2 1 3 candidates"]
+
+
+@pytest.mark.parametrize("run, message", [
+    (b"q9 Q0 d1 1 1.0 x\n", "ranks 1 queries that no split lists \\(e.g. 'q9'\\)"),
+    (b"q1 Q0 d9 1 1.0 x\n", "1 ranked documents are not in .*collection.tsv \\(e.g. 'd9'\\); a candidate needs its text"),
+])
+def test_a_candidate_run_must_rank_known_queries_and_documents(tmp_path, run, message):
+    src = make_source(tmp_path)
+    (src / "bm25.run").write_bytes(run)
+    with pytest.raises(StudyError, match=message):
+        local.export("ds", {**SETTINGS, "path": str(src), "candidates": "bm25.run"}, tmp_path / "out")
+    assert not (tmp_path / "out").exists()
+
+
+def test_judgments_beyond_the_collection_are_kept_only_when_asked(tmp_path):
+    from rankstudy.formats import read_qrels
+
+    src = make_source(tmp_path, qrels=QRELS + b"q1 0 unseen 3\n")
+    with pytest.raises(StudyError, match="qrels.txt:4: expected a docid listed in"):
+        local.export("ds", {**SETTINGS, "path": str(src)}, tmp_path / "out")
+    local.export("ds", {**SETTINGS, "path": str(src), "qrels_beyond_collection": True}, tmp_path / "out")
+    assert read_qrels(tmp_path / "out" / "qrels.test.txt")["q1"] == {"d1": 2, "d3": 0, "unseen": 3}
+
+
+def test_the_official_route_reads_a_splits_lists_from_the_given_run(tmp_path, caplog):
+    from rankstudy import cli
+    from rankstudy.formats import read_run
+
+    src = make_source(tmp_path)
+    (src / "bm25.run").write_bytes(RUN)
+    out = tmp_path / "data"
+    local.export("ds", {**SETTINGS, "path": str(src), "candidates": "bm25.run"}, out)
+    args = ["official-candidates", "--run", str(out / "candidates.run"), "--queries", str(out / "queries.test.tsv"),
+            "--hits", "1", "--out", str(tmp_path / "bm25.test.run"), "--tag", "bm25"]
+    with caplog.at_level(logging.WARNING):
+        assert cli.main(args) == 0
+    # each query's top 1 by score; q3 has no list (logged)
+    assert read_run(tmp_path / "bm25.test.run") == {"q1": [("d3", 9.5)], "q2": [("d2", 3.0)]}
+    assert "1 of 3 queries have no candidates" in caplog.text
+    (tmp_path / "none.tsv").write_text("q7\tseventh\n")
+    assert cli.main(args[:3] + ["--queries", str(tmp_path / "none.tsv")] + args[5:]) == 2  # ranks none of them
