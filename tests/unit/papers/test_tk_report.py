@@ -84,6 +84,23 @@ def test_table2_rows_columns_and_significance(tmp_path):
     assert "all top-1000 official candidates" in (tmp_path / "t2o.md").read_text()
 
 
+def test_table2_without_a_dev_split_and_with_a_reference_row(tmp_path):
+    """Query folds (or a test-only collection): no dev columns; a reference system (a zero-shot re-scorer of the
+    same lists) has re-rank columns and p against the first stage, no full task."""
+    qids = [str(i) for i in range(30)]
+    low = {q: 0.2 + 0.01 * i for i, q in enumerate(qids)}
+    values = {"bm25": low, "cos": {q: v + 0.1 for q, v in low.items()}, "tk.a.s1": low, "tk.a.s1-full": low}
+    csvs = [metric_csv(tmp_path / f"{s}.csv", s, "test", v, measures=("AP", "nDCG", "nDCG@10", "RR@10", "P@10"))
+            for s, v in values.items()]
+    rows = [{"run": "BM25", "model": None, "dataset": "d", "rerank": "bm25", "full": "bm25", "baseline": "bm25"},
+            {"run": "cos", "model": None, "dataset": "d", "rerank": "cos", "full": None, "baseline": "bm25"},
+            {"run": "a", "model": "tk", "dataset": "d", "rerank": "tk.a.s1", "full": "tk.a.s1-full", "baseline": "bm25"}]
+    table = table2(csvs, rows, tmp_path / "t2", depth=100)
+    assert not [c for c in table.columns if c.startswith("dev ")]
+    assert table.loc[1, "test re-rank nDCG@10"] == pytest.approx(np.mean(list(low.values())) + 0.1)
+    assert pd.isna(table.loc[1, "test full nDCG@10"]) and table.loc[1, "p vs BM25"] < 0.001
+
+
 def test_best_and_worst_queries(tmp_path):
     values = {"1": 0.9, "2": 0.1, "3": 0.5, "4": 0.0, "5": 1.0}
     csv = metric_csv(tmp_path / "m.csv", "tk", "test", values)

@@ -22,6 +22,10 @@ class TKOutputs:
             for name in self.plan.config["neural"].get(key, []):
                 if name not in self.plan.runs:
                     raise ConfigError(f"config: neural.{key} names {name!r}, which is not a key of neural.runs")
+        for name in self.references:
+            if name not in self.plan.systems:
+                raise ConfigError(f"config: neural.table2_references names {name!r}, which is not a first_stage "
+                                  "system")
         missing = [m for m in TK_MEASURES if m not in self.plan.config["evaluation"]["measures"]]
         if self.table2_runs and missing:
             raise ConfigError(f"config: the TK Table 2 (neural.table2_runs) shows {', '.join(missing)}: add "
@@ -32,6 +36,11 @@ class TKOutputs:
         """neural.table2_runs (default: every run)."""
         return self.plan.config["neural"].get("table2_runs", list(self.plan.runs))
 
+    @property
+    def references(self) -> list[str]:
+        """neural.table2_references: first-stage systems shown as reference rows (e.g. a zero-shot re-scorer)."""
+        return self.plan.config["neural"].get("table2_references", [])
+
     def first_stage_label(self, system: str) -> str:
         """A first-stage system as the tables name it: BM25, QL, or the config's name (official candidates)."""
         if system not in self.plan.systems:
@@ -39,8 +48,9 @@ class TKOutputs:
         return {"bm25": "BM25", "ql": "QL"}.get(self.plan.systems[system]["model"], system)
 
     def table2_rows(self) -> list[dict[str, Any]]:
-        """Table 2: the re-ranked first stage per evaluated dataset, then the runs of Table 2 (each by the
-        system that stands for it: ``Run.system``; ``-full``: the depth tuned on dev)."""
+        """Table 2: the re-ranked first stage per evaluated dataset and its reference systems (re-rank task only),
+        then the runs of Table 2 (each by the system that stands for it: ``Run.system``; ``-full``: the depth tuned
+        on dev)."""
         first_stage = self.plan.rerank_from
         rows, datasets = [], []
         for name in self.table2_runs:
@@ -50,6 +60,8 @@ class TKOutputs:
                     datasets.append(dataset)
                     rows.append({"run": self.first_stage_label(first_stage), "model": None, "dataset": dataset,
                                  "rerank": first_stage, "full": first_stage, "baseline": first_stage})
+                    rows += [{"run": self.first_stage_label(system), "model": None, "dataset": dataset,
+                              "rerank": system, "full": None, "baseline": first_stage} for system in self.references]
                 rows.append({"run": name, "model": run.model, "dataset": dataset, "rerank": run.system,
                              "full": f"{run.system}-full", "baseline": first_stage})
         return rows
@@ -66,8 +78,8 @@ class TKOutputs:
     def table2_metrics(self) -> list[str]:
         paths = set()
         for row in self.table2_rows():
-            for system in (row["rerank"], row["full"]):
-                run = None if system == self.plan.rerank_from else row["run"]
+            run = row["run"] if row["model"] else None  # a first-stage row: the dataset's dev and test
+            for system in filter(None, (row["rerank"], row["full"])):
                 paths.update(f"results/metrics/{row['dataset']}/{system}.{split}.csv"
                              for split in self.plan.eval_splits(row["dataset"], run))
         return sorted(paths)

@@ -35,9 +35,10 @@ def table2(metric_csvs: Sequence[str | os.PathLike], rows: Sequence[Mapping[str,
     for row in rows:
         dataset, rerank, full = row["dataset"], row["rerank"], row.get("full")
         record: dict[str, Any] = {"dataset": dataset, "run": row["run"]}
-        dev = metric_rows(metrics, dataset, rerank, "dev")
+        # a dataset without a dev split (a test-only collection; query folds) has no dev columns
+        dev = metrics[(metrics["dataset"] == dataset) & (metrics["system"] == rerank) & (metrics["split"] == "dev")]
         for measure in DEV_MEASURES:
-            record[f"dev {measure}"] = mean_value(dev, measure)
+            record[f"dev {measure}"] = mean_value(dev, measure) if len(dev) else None
         test = metric_rows(metrics, dataset, rerank, "test")
         for task, system in (("full", full), ("re-rank", rerank)):
             for measure in TEST_MEASURES:
@@ -50,6 +51,7 @@ def table2(metric_csvs: Sequence[str | os.PathLike], rows: Sequence[Mapping[str,
                                wilcoxon_p(per_query_values(test, "nDCG@10"), per_query_values(baseline, "nDCG@10")))
         records.append(record)
     table = pd.DataFrame.from_records(records)
+    table = table.drop(columns=[f"dev {measure}" for measure in DEV_MEASURES if table[f"dev {measure}"].isna().all()])
     data = data or " and ".join(dict.fromkeys(row["dataset"] for row in rows))
     write_table(table, out_prefix, TABLE2_CAPTION.format(data=data, depth=depth, scaled=scaled, first_stage=first_stage,
                                                          speed=SPEED_NOTE if efficiency_csv else ""))
