@@ -9,6 +9,7 @@ import numpy as np
 from rankstudy.config import from_dict
 from rankstudy.models.base import Ranker
 from rankstudy.models.bert_cat import BertCat, BertCatConfig
+from rankstudy.models.bi_encoder import BiEncoder, BiEncoderConfig
 from rankstudy.models.conv_knrm import ConvKNRM, ConvKNRMConfig
 from rankstudy.models.drmm import DRMM, DRMMConfig
 from rankstudy.models.idcm import IDCM, IDCMConfig
@@ -31,6 +32,7 @@ MODELS: dict[str, tuple[type[Ranker], type]] = {
     "pacrr": (PACRR, PACRRConfig),
     "co_pacrr": (CoPACRR, CoPACRRConfig),
     "bert_cat": (BertCat, BertCatConfig),
+    "bi_encoder": (BiEncoder, BiEncoderConfig),
     "firstp": (FirstP, FirstPConfig),
     "maxp": (MaxP, PassageConfig),
     "idcm": (IDCM, IDCMConfig),

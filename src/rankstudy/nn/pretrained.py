@@ -13,7 +13,8 @@ An encoder is named in a model config by ``encoder``:
 Everything is loaded offline (``local_files_only``): nothing is ever fetched from a model hub.
 
 ``pair_inputs`` builds BERT's sentence-pair input ``[CLS] query [SEP] document [SEP]`` from the
-study's padded id tensors (token stores of WordPiece ids, ``rankstudy.text.wordpiece``).
+study's padded id tensors (token stores of WordPiece ids, ``rankstudy.text.wordpiece``), ``single_inputs``
+one text's ``[CLS] x [SEP]`` (a bi-encoder's).
 """
 
 from __future__ import annotations
@@ -213,6 +214,27 @@ def pair_inputs(query: torch.Tensor, document: torch.Tensor, cls_id: int, sep_id
     attention_mask = (positions < total.unsqueeze(1)).long()
     token_type_ids = (positions >= (2 + q_len).unsqueeze(1)).long() * attention_mask
     return ids, token_type_ids, attention_mask
+
+
+def single_inputs(ids: torch.Tensor, cls_id: int, sep_id: int, max_length: int = 512) -> tuple[torch.Tensor, torch.Tensor]:
+    """``[CLS] x [SEP]`` from padded ids (one text alone, a bi-encoder's query or document): ``(input_ids,
+    attention_mask)`` [B, T]. Padding is dropped wherever it is, ``x`` cut to ``max_length - 2`` tokens; T = the
+    longest row, shorter rows padded (id 0, mask 0)."""
+    if max_length < 2:
+        raise ValueError("max_length must be >= 2 ([CLS] and [SEP])")
+    real = ids != PAD_ID
+    rank = real.long().cumsum(1) - 1
+    length = real.sum(1).clamp(max=max_length - 2)
+    keep = real & (rank < length.unsqueeze(1))
+    total = length + 2
+    width = int(total.max()) if ids.shape[0] else 2
+    # one spare column receives every dropped (padding or cut) token and is cut off
+    out = torch.zeros(ids.shape[0], width + 1, dtype=torch.long, device=ids.device)
+    out.scatter_(1, torch.where(keep, 1 + rank, width), torch.where(keep, ids.long(), 0))
+    out[:, 0] = cls_id
+    out.scatter_(1, (1 + length).unsqueeze(1), sep_id)
+    attention_mask = (torch.arange(width, device=ids.device).unsqueeze(0) < total.unsqueeze(1)).long()
+    return out[:, :width], attention_mask
 
 
 def save_encoder(encoder, source: str | os.PathLike, out: str | os.PathLike, head: nn.Linear | None = None) -> None:

@@ -243,3 +243,39 @@ def test_export_needs_an_encoder_model(tmp_path):
     with pytest.raises(StudyError, match="has no pre-trained encoder to export"):
         export_encoder(model_dir, tmp_path / "vectors.npy", tmp_path / "encoder")
     assert not (tmp_path / "encoder").exists()
+
+
+def test_single_inputs_by_hand():
+    from rankstudy.nn.pretrained import single_inputs
+
+    ids, mask = single_inputs(torch.tensor([[5, 6, 0], [0, 7, 0]]), cls_id=101, sep_id=102)
+    assert ids.tolist() == [[101, 5, 6, 102], [101, 7, 102, 0]] and mask.tolist() == [[1, 1, 1, 1], [1, 1, 1, 0]]
+    ids, mask = single_inputs(torch.tensor([[5, 6, 7]]), 101, 102, max_length=4)  # cut to max_length
+    assert ids.tolist() == [[101, 5, 6, 102]] and mask.all()
+
+
+def test_the_untrained_bi_encoder_is_the_sentence_encoders_cosine(tokenizer):
+    """Mean-pooled, unit-length MiniLM vectors as sentence-transformers computes them, times the scale: the
+    zero-shot dense re-scorer it starts from (docs/trec-dl.md)."""
+    from rankstudy.models.bi_encoder import BiEncoder, BiEncoderConfig
+
+    model = BiEncoder(from_dict(BiEncoderConfig, {"encoder": "minilm"}, "models.bi_encoder"), None).eval()
+    queries = ["what is bm25", "how do plants make food"]
+    passages = ["bm25 is a ranking function used by search engines", "photosynthesis turns light into sugar"]
+    reference = load_encoder("minilm").eval()
+
+    def sentence_vectors(texts):
+        batch = tokenizer(texts, padding=True, return_tensors="pt")
+        hidden = reference(**batch).last_hidden_state
+        mask = batch["attention_mask"].unsqueeze(2).float()
+        return torch.nn.functional.normalize((hidden * mask).sum(1) / mask.sum(1), dim=1)
+
+    with torch.no_grad():
+        expected = 20 * (sentence_vectors(queries) * sentence_vectors(passages)).sum(1)
+        scores = model(wp(tokenizer, queries), wp(tokenizer, passages))
+        assert torch.allclose(scores, expected, atol=1e-4)
+        assert torch.allclose(model(torch.nn.functional.pad(wp(tokenizer, queries), (0, 4)), wp(tokenizer, passages)),
+                              scores, atol=1e-5)  # padding changes nothing
+    assert model.PARAM_GROUPS == {"encoder.": "encoder"} and model.TOKENIZER == "wordpiece"
+    with pytest.raises(ValueError, match="pooling must be one of mean, cls"):
+        BiEncoderConfig(pooling="max")
