@@ -201,6 +201,50 @@ def test_a_test_only_collection_with_neural_runs(tmp_path):
             in output)
 
 
+def trec_dl_folder(path: Path, queries: int = 6) -> Path:
+    """A tiny folder in the layout of config/trec-dl-passages.yaml: passages, queries, full judgments (some of
+    passages without text), BM25's lists."""
+    path.mkdir()
+    (path / "collection.tsv").write_text("".join(f"p{i}\tpassage {i} about topic {i % queries}\n" for i in range(18)))
+    (path / "queries.tsv").write_text("".join(f"{q}\ttopic {q}\n" for q in range(queries)))
+    (path / "qrels.full.txt").write_text("".join(f"{q} 0 p{q} 3\n{q} 0 p{q + queries} 1\n{q} 0 unseen{q} 2\n"
+                                                 for q in range(queries)))
+    (path / "bm25.run").write_text("".join(f"{q} Q0 p{d} {r + 1} {9 - r} bm25\n" for q in range(queries)
+                                           for r, d in enumerate((q, q + queries, q + 2 * queries))))
+    return path
+
+
+def test_the_trec_dl_config_runs_query_folds_on_any_folder_of_its_layout(tmp_path):
+    """config/trec-dl-passages.yaml on another folder of the layout, by its path alone: the folder's BM25 lists
+    (official route), 5 fold datasets, one model per fold and run, each dataset's run merged from the folds."""
+    work = workflow_copy(tmp_path)
+    folder = trec_dl_folder(tmp_path / "dl-tiny")
+    text = (work / "config" / "trec-dl-passages.yaml").read_text()
+    assert text.count("../shared/data/trec-dl20-passage-top100") == 1
+    (work / "tiny-dl.yaml").write_text(text.replace("../shared/data/trec-dl20-passage-top100", str(folder)))
+    result = snakemake(work, "-n", "-p", "--cores", "2", "--configfile", "tiny-dl.yaml")
+    assert result.returncode == 0, result.stderr[-3000:]
+    output = result.stdout + result.stderr
+    counts = job_counts(output)
+    assert counts.pop("total") == sum(counts.values())
+    runs, folds = 4, 5  # TK, KNRM, BERT[CLS], the bi-encoder
+    assert counts == {
+        "dataset_trec_dl_passages": 1, "official_candidates": 1, "folds_trec_dl_passages": 1,
+        "fold_candidates": folds * 3,  # each fold's train, dev and test lists of BM25
+        "dense_index": 1, "dense_search": 1,  # the zero-shot MiniLM re-scorer
+        "vocabulary": 1, "embeddings": 2, "store_collection": 2, "store_queries": 2,  # w2v and MiniLM's WordPiece
+        "examples": folds, "train": runs * folds, "rerank": runs * folds, "fold_merge": runs, "full_task": runs,
+        # the dataset: BM25, the re-scorer, each run's two tasks; each fold: BM25 and each run (learning audit)
+        "evaluate": 2 + 2 * runs + folds * (1 + runs),
+        "first_stage_table": 1, "tk_table2": 1, "learning_audit": 1, "all": 1}
+    assert "official-candidates --run data/trec-dl-passages/candidates.run" in output
+    assert ("official-candidates --run runs/trec-dl-passages/bm25.test.run --queries "
+            "data/trec-dl-passages-fold3/queries.train.tsv") in output
+    assert ("merge-runs --runs " + " ".join(f"runs/trec-dl-passages-fold{i}/bi_encoder.bi.s42.test.run"
+                                             for i in range(1, 6))) in output
+    assert "--model-dir models/trec-dl-passages-fold2/tk/tk/seed42" in output  # fold 2's test by fold 2's model
+
+
 EVIL = "x; touch PWNED #"
 
 
