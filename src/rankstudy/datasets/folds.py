@@ -58,7 +58,8 @@ def fold_roles(k: int, fold: int) -> dict[str, list[int]]:
 
 def fold_splits(folds: Sequence[Sequence[str]], fold: int) -> dict[str, list[str]]:
     """The query ids of each split (train, dev, test) of fold dataset ``fold``."""
-    return {role: sorted(q for i in indices for q in folds[i]) for role, indices in fold_roles(len(folds), fold).items()}
+    roles = fold_roles(len(folds), fold)
+    return {role: sorted(qid for i in indices for qid in folds[i]) for role, indices in roles.items()}
 
 
 def _subset(qrels: Qrels, qids: Iterable[str], docids: set[str] | None = None) -> Qrels:

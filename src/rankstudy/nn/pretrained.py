@@ -216,7 +216,8 @@ def pair_inputs(query: torch.Tensor, document: torch.Tensor, cls_id: int, sep_id
     return ids, token_type_ids, attention_mask
 
 
-def single_inputs(ids: torch.Tensor, cls_id: int, sep_id: int, max_length: int = 512) -> tuple[torch.Tensor, torch.Tensor]:
+def single_inputs(ids: torch.Tensor, cls_id: int, sep_id: int,
+                  max_length: int = 512) -> tuple[torch.Tensor, torch.Tensor]:
     """``[CLS] x [SEP]`` from padded ids (one text alone, a bi-encoder's query or document): ``(input_ids,
     attention_mask)`` [B, T]. Padding is dropped wherever it is, ``x`` cut to ``max_length - 2`` tokens; T = the
     longest row, shorter rows padded (id 0, mask 0)."""

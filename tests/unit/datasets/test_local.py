@@ -130,7 +130,8 @@ def test_a_given_candidate_run_is_exported_for_the_official_route(tmp_path):
 
 @pytest.mark.parametrize("run, message", [
     (b"q9 Q0 d1 1 1.0 x\n", "ranks 1 queries that no split lists \\(e.g. 'q9'\\)"),
-    (b"q1 Q0 d9 1 1.0 x\n", "1 ranked documents are not in .*collection.tsv \\(e.g. 'd9'\\); a candidate needs its text"),
+    (b"q1 Q0 d9 1 1.0 x\n",
+     "1 ranked documents are not in .*collection.tsv \\(e.g. 'd9'\\); a candidate needs its text"),
 ])
 def test_a_candidate_run_must_rank_known_queries_and_documents(tmp_path, run, message):
     src = make_source(tmp_path)

@@ -94,7 +94,8 @@ def test_table2_without_a_dev_split_and_with_a_reference_row(tmp_path):
             for s, v in values.items()]
     rows = [{"run": "BM25", "model": None, "dataset": "d", "rerank": "bm25", "full": "bm25", "baseline": "bm25"},
             {"run": "cos", "model": None, "dataset": "d", "rerank": "cos", "full": None, "baseline": "bm25"},
-            {"run": "a", "model": "tk", "dataset": "d", "rerank": "tk.a.s1", "full": "tk.a.s1-full", "baseline": "bm25"}]
+            {"run": "a", "model": "tk", "dataset": "d", "rerank": "tk.a.s1", "full": "tk.a.s1-full",
+             "baseline": "bm25"}]
     table = table2(csvs, rows, tmp_path / "t2", depth=100)
     assert not [c for c in table.columns if c.startswith("dev ")]
     assert table.loc[1, "test re-rank nDCG@10"] == pytest.approx(np.mean(list(low.values())) + 0.1)
