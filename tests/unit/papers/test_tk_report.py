@@ -76,7 +76,8 @@ def test_table2_rows_columns_and_significance(tmp_path):
         ["test full AP", "test full nDCG", "test full nDCG@10", "test full P@10"]
     assert table.loc[1, "p vs BM25"] < 0.001 and pd.isna(table.loc[0, "p vs BM25"])
     assert table.loc[1, "docs/ms (CPU)"] == 0.5
-    assert (tmp_path / "t2.md").read_text().startswith("TK paper Table 2")
+    assert (tmp_path / "t2.md").read_text().startswith("TK paper Table 2 on d. dev: re-rank task; test: full task "
+                                                       "(first stage, then re-ranking to the depth tuned on dev) and")
     # another first stage (official candidates) names the p column and the caption
     official = [{**row, "run": "official"} if row["run"] == "BM25" else row for row in rows]
     table = table2(csvs, official, tmp_path / "t2o", depth=1000)
@@ -100,6 +101,8 @@ def test_table2_without_a_dev_split_and_with_a_reference_row(tmp_path):
     assert not [c for c in table.columns if c.startswith("dev ")]
     assert table.loc[1, "test re-rank nDCG@10"] == pytest.approx(np.mean(list(low.values())) + 0.1)
     assert pd.isna(table.loc[1, "test full nDCG@10"]) and table.loc[1, "p vs BM25"] < 0.001
+    caption = (tmp_path / "t2.md").read_text()
+    assert "dev: re-rank task" not in caption and "each run's fixed depth: no dev split to tune it on" in caption
 
 
 def test_best_and_worst_queries(tmp_path):

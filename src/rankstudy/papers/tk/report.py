@@ -16,8 +16,7 @@ from rankstudy.report.tables import docs_per_ms, mean_value, metric_rows, per_qu
 from rankstudy.significance import wilcoxon_p
 
 TABLE2_CAPTION = (
-    "TK paper Table 2 on {data}. dev: re-rank task; test: full task (first stage, then "
-    "re-ranking to the depth tuned on dev) and re-rank task (all top-{depth} {first_stage} candidates). "
+    "TK paper Table 2 on {data}. {tasks} and re-rank task (all top-{depth} {first_stage} candidates). "
     "nDCG: over the whole ranking (the notebook's measure); AP: MAP. "
     "p: paired Wilcoxon signed-rank test of test re-rank nDCG@10 against {first_stage}. {speed}{scaled}"
 )
@@ -51,9 +50,14 @@ def table2(metric_csvs: Sequence[str | os.PathLike], rows: Sequence[Mapping[str,
                                wilcoxon_p(per_query_values(test, "nDCG@10"), per_query_values(baseline, "nDCG@10")))
         records.append(record)
     table = pd.DataFrame.from_records(records)
-    table = table.drop(columns=[f"dev {measure}" for measure in DEV_MEASURES if table[f"dev {measure}"].isna().all()])
+    no_dev = [f"dev {measure}" for measure in DEV_MEASURES if table[f"dev {measure}"].isna().all()]
+    table = table.drop(columns=no_dev)
+    tasks = ("test: full task (first stage, then re-ranking to each run's fixed depth: no dev split to tune it on)"
+             if no_dev else
+             "dev: re-rank task; test: full task (first stage, then re-ranking to the depth tuned on dev)")
     data = data or " and ".join(dict.fromkeys(row["dataset"] for row in rows))
-    write_table(table, out_prefix, TABLE2_CAPTION.format(data=data, depth=depth, scaled=scaled, first_stage=first_stage,
+    write_table(table, out_prefix, TABLE2_CAPTION.format(data=data, tasks=tasks, depth=depth, scaled=scaled,
+                                                         first_stage=first_stage,
                                                          speed=SPEED_NOTE if efficiency_csv else ""))
     return table
 
