@@ -77,7 +77,6 @@ def in_fp32(function: Function) -> Function:
     floating-point tensor arguments (also those in lists and tuples) cast to float32. Without autocast it is
     called as it is (the fp32 path does not change)."""
 
-    @functools.wraps(function)
     def wrapper(*args, **kwargs):
         device = _autocast_device(args + tuple(kwargs.values()))
         if device is None:
@@ -85,4 +84,5 @@ def in_fp32(function: Function) -> Function:
         with torch.autocast(device, enabled=False):
             return function(*_to_float(args), **{key: _to_float(value) for key, value in kwargs.items()})
 
-    return wrapper  # type: ignore[return-value]
+    # name and docstring only: ``function`` may be a module (a score head), whose __dict__ is no function's
+    return functools.update_wrapper(wrapper, function, updated=())  # type: ignore[return-value]
