@@ -179,13 +179,16 @@ def _scoring_model(model_dir: Path, embeddings: Path, device: str, threads: int,
 
 
 def rerank_run(model_dir: Path, embeddings: Path, queries: Path, documents: Path, candidates: Path, out: Path,
-               tag: str, depth: int, batch_size: int, device: str = "auto", threads: int = 1) -> None:
+               tag: str, depth: int, batch_size: int, device: str = "auto", threads: int = 1,
+               precision: str = "fp32") -> None:
     """Score the top ``depth`` candidates of every query with a trained model, at the lengths it was
-    trained at; write a TREC run (the neural order on top, the rest of the candidates after it)."""
+    trained at and at ``precision`` (``rankstudy.precision``); write a TREC run (the neural order on top, the
+    rest of the candidates after it)."""
     model, spec, resolved = _scoring_model(model_dir, embeddings, device, threads, queries, documents)
     first_stage = formats.read_run(candidates)
     scored = score_candidates(model, first_stage, TokenStore(queries), TokenStore(documents),
-                              depth, batch_size, spec.max_query_length, spec.max_doc_length, resolved)
+                              depth, batch_size, spec.max_query_length, spec.max_doc_length, resolved,
+                              precision=precision)
     # candidates below ``depth`` follow in first-stage order, so every run ranks the same candidates
     formats.write_run(out, rerank_to_depth(first_stage, scored, depth), tag)
     log.info("re-ranked %d queries (top %d) with %s -> %s", len(scored), depth, model_dir, out)

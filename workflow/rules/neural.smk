@@ -147,13 +147,14 @@ rule rerank:
         depth=lambda wc: PLAN.rerank_depth(wc.run),
         batch=NEURAL["rerank"]["batch_size"],
         device=NEURAL["device"],
+        precision=NEURAL["precision"],
         model_dir=lambda wildcards, input: os.path.dirname(input.model),
     resources: mem_mb=4000, runtime=120, gpu=gpus(NEURAL["device"])
     shell:
         "python -m rankstudy rerank --model-dir {params.model_dir} --embeddings {input.embeddings}"
         " --queries {input.queries} --documents {input.documents} --candidates {input.candidates} --out {output}"
         " --tag {params.tag} --depth {params.depth} --batch-size {params.batch} --device {params.device}"
-        " --threads {threads} 2> {log}"
+        " --precision {params.precision} --threads {threads} 2> {log}"
 
 
 rule tune_depth:

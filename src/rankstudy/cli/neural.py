@@ -277,7 +277,8 @@ def _rerank(args: argparse.Namespace) -> None:
     from rankstudy.experiment import rerank_run
 
     rerank_run(Path(args.model_dir), Path(args.embeddings), Path(args.queries), Path(args.documents),
-               Path(args.candidates), Path(args.out), args.tag, args.depth, args.batch_size, args.device, args.threads)
+               Path(args.candidates), Path(args.out), args.tag, args.depth, args.batch_size, args.device, args.threads,
+               args.precision)
 
 
 @subcommand("rerank", "score first-stage candidates with a trained model")
@@ -287,6 +288,9 @@ def _rerank_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", required=True)
     p.add_argument("--tag", required=True)
     p.add_argument("--depth", type=int, required=True, help="candidates scored per query")
+    # rankstudy.precision.PRECISIONS, spelled out: importing it would load torch for every command's --help
+    p.add_argument("--precision", choices=("fp32", "bf16", "tf32"), default="fp32",
+                   help="fp32, bf16 (autocast; kernels and scores in fp32) or tf32 (CUDA only): rankstudy.precision")
     p.set_defaults(handler=_rerank)
 
 
@@ -300,6 +304,7 @@ def _efficiency(args: argparse.Namespace) -> None:
 def _efficiency_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--models", required=True, help='JSON {name: {"model": class, ...settings}}')
     p.add_argument("--setup", required=True,
-                   help='JSON {"batch", "doc_length", "query_length", "dim", "vocab", "repeats", "threads", "train_batch"}')
+                   help='JSON {"batch", "doc_length", "query_length", "dim", "vocab", "repeats", "threads", '
+                        '"train_batch", "precision" (optional, default fp32)}')
     p.add_argument("--out", required=True, help="CSV")
     p.set_defaults(handler=_efficiency)

@@ -44,6 +44,7 @@ from torch import nn
 from rankstudy.config import ConfigError
 from rankstudy.models.base import EncoderRanker
 from rankstudy.nn.pretrained import attention_dropout_override, check_encoder_options, drop_pooler, score_head
+from rankstudy.precision import in_fp32
 
 
 @dataclass
@@ -84,4 +85,4 @@ class BertCat(EncoderRanker):
 
     def forward(self, query: torch.Tensor, document: torch.Tensor) -> torch.Tensor:
         hidden = self.encoder(**self.inputs(query, document)).last_hidden_state[:, 0]
-        return self.score(self.dropout(hidden)).squeeze(1)
+        return in_fp32(self.score)(self.dropout(hidden)).squeeze(1)

@@ -56,6 +56,7 @@ from rankstudy.nn.embedding import pretrained_embedding, sinusoidal_positions
 from rankstudy.nn.kernels import KernelPooling, cosine_matrix, default_mus, log_soft_tf, match_mask, token_masks
 from rankstudy.nn.slices import map_slices
 from rankstudy.nn.transformer import ProjectedSelfAttention, encoder_forward
+from rankstudy.precision import in_fp32
 
 
 @dataclass
@@ -194,7 +195,13 @@ class TK(Ranker):
 
     # (2)-(5) ---------------------------------------------------------------------------
     def kernel_features(self, query: torch.Tensor, document: torch.Tensor) -> dict[str, torch.Tensor]:
-        q, q_match, d, d_tokens, d_match = self._contextualize_pair(query, document)
+        return self._kernel_features(*self._contextualize_pair(query, document))
+
+    # (2)-(6) read the contextualised pair in fp32 under bf16 autocast: a cosine rounded to bf16 (4e-3) moves a
+    # σ = 0.1 kernel's activation by several per cent, and bf16 scores tie documents (rankstudy.precision)
+    @in_fp32
+    def _kernel_features(self, q: torch.Tensor, q_match: torch.Tensor, d: torch.Tensor, d_tokens: torch.Tensor,
+                         d_match: torch.Tensor) -> dict[str, torch.Tensor]:
         similarity, matches = cosine_matrix(q, d), match_mask(q_match, d_match)
         soft_tf = self.kernels(similarity, matches)  # [B, Lq, K]
         query_terms = q_match.unsqueeze(-1)
@@ -219,7 +226,11 @@ class TK(Ranker):
 
     def score_parts(self, query: torch.Tensor, document: torch.Tensor) -> dict[str, torch.Tensor]:
         """Every quantity of equations (4)-(6) per pair (for the interpretability view)."""
-        features = self.kernel_features(query, document)
+        return self._score_parts(*self._contextualize_pair(query, document))
+
+    @in_fp32
+    def _score_parts(self, *pair: torch.Tensor) -> dict[str, torch.Tensor]:
+        features = self._kernel_features(*pair)
         s_log = self.dense_log(features["s_log_k"]).squeeze(1)
         parts = dict(features, s_log=s_log)
         if self.config.branches == "both":
@@ -230,7 +241,11 @@ class TK(Ranker):
         return parts
 
     def _windowed_score(self, query: torch.Tensor, document: torch.Tensor) -> torch.Tensor:
-        q, q_match, d, _, d_match = self._contextualize_pair(query, document)
+        return self._windowed(*self._contextualize_pair(query, document))
+
+    @in_fp32
+    def _windowed(self, q: torch.Tensor, q_match: torch.Tensor, d: torch.Tensor, _: torch.Tensor,
+                  d_match: torch.Tensor) -> torch.Tensor:
         activations = self.kernels.activations(cosine_matrix(q, d), match_mask(q_match, d_match))  # [B,Lq,Ld,K]
         score = activations.new_zeros(activations.shape[0])
         for size_index, size in enumerate(self.config.window_sizes):

@@ -103,6 +103,7 @@ from rankstudy.models.base import Ranker
 from rankstudy.models.tk import TK, ContextualizerConfig, build_contextualizer
 from rankstudy.nn.kernels import cosine_matrix, token_masks
 from rankstudy.nn.slices import map_slices
+from rankstudy.precision import in_fp32
 
 SATURATIONS = ("embedding", "log", "linear")
 
@@ -341,8 +342,13 @@ class TKL(Ranker):
                       document: torch.Tensor, cosine: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
         """(r_w [B, W], window has a real token [B, W]) for contextualised query terms (and their cosine
         matrix with the document, ``match_document``'s, where already computed)."""
-        tokens, matchable = token_masks(document)
         cosine = self.match_document(query, document) if cosine is None else cosine
+        return self._window_scores(query_ids, query_match, document, cosine)
+
+    @in_fp32  # (3)-(6) from the cosines on in fp32 under bf16 autocast, as TK's kernels (rankstudy.precision)
+    def _window_scores(self, query_ids: torch.Tensor, query_match: torch.Tensor, document: torch.Tensor,
+                       cosine: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        tokens, matchable = token_masks(document)
         activations = self.kernel_activations(cosine, matchable)
         soft_tf = self.window_sums(activations)  # [B, Lq, K, W]
         window_tokens = torch.round(self.window_sums(tokens))  # [B, W]
@@ -414,8 +420,14 @@ class TKL(Ranker):
         else:
             scores, valid = self.window_scores(query, q, q_match, document)
             chosen, found = self.select_regions(scores, valid)
-        features = self._region_features(scores, valid, chosen, found)
-        return {"score": self.region_weights(features).squeeze(1), "chosen": chosen, "found": found, "length": length}
+        return {"score": self._region_score(scores, valid, chosen, found), "chosen": chosen, "found": found,
+                "length": length}
+
+    @in_fp32  # a bf16 score would tie documents (rankstudy.precision)
+    def _region_score(self, scores: torch.Tensor, valid: torch.Tensor, chosen: torch.Tensor,
+                      found: torch.Tensor) -> torch.Tensor:
+        """(7): the chosen regions' window scores weighted by u, [B]."""
+        return self.region_weights(self._region_features(scores, valid, chosen, found)).squeeze(1)
 
     def _region_chunks(self, spans: torch.Tensor, length: int) -> torch.Tensor:
         """Chunks [B, C] (bool) whose central tokens overlap a region's token span (spans [B, R, 2], −1: none)."""

@@ -230,8 +230,8 @@ class StudyPlan:
         return settings
 
     def training_settings(self, run: str) -> dict[str, Any]:
-        """The TrainConfig settings of a run's training: neural.training, the run's overrides, the device, and
-        the relevance threshold of the dev split it validates on (the train dataset's)."""
+        """The TrainConfig settings of a run's training: neural.training, the run's overrides, the device and
+        precision, and the relevance threshold of the dev split it validates on (the train dataset's)."""
         return {**self.runs[run].training, "rel_threshold": self.rel_threshold(self.runs[run].train, "dev")}
 
     def encoder_inputs(self, run: str, seed: int | str) -> list[str]:

@@ -19,6 +19,7 @@ def config(**runs):
         "first_stage": {"datasets": ["passages", "documents"]},
         "neural": {
             "device": "cpu",
+            "precision": "fp32",
             "training": {"loss": "pairwise", "max_steps": 10},
             "models": {"tk": {"model": "tk"}, "bert": {"model": "bert_cat", "encoder": "study"}},
             "embeddings": {"w2v": {"method": "word2vec"}, "wp": {"method": "wordpiece"}},
@@ -31,7 +32,7 @@ def test_a_trained_run_resolves_to_itself():
     run = plan_runs(config(p1={"model": "tk", "embeddings": "w2v", "train": "passages", "seeds": [1, 2],
                                "evaluate": ["passages", "documents"], "training": {"max_steps": 5}}))["p1"]
     assert run.base == "p1" and run.seeds == (1, 2) and run.model == "tk" and run.train == "passages"
-    assert run.training == {"loss": "pairwise", "max_steps": 5, "device": "cpu"}
+    assert run.training == {"loss": "pairwise", "max_steps": 5, "device": "cpu", "precision": "fp32"}
     assert run.model_dir(2) == "models/passages/tk/p1/seed2" and run.encoder_dir(1) is None
     assert run.datasets == ("passages", "documents") and run.example_kind == "triples"
     assert run.system == "tk.p1.s1" and run.view_seeds == (1,)

@@ -58,7 +58,8 @@ def assert_defaults_match(properties, defaults, where):
 
 # (schema path, dataclass, fields the workflow fills in from elsewhere, schema keys the workflow itself reads)
 SECTIONS = [
-    (("neural", "training"), TrainConfig, {"device", "rel_threshold"}, set()),  # neural.device; the dev split's
+    # neural.device and neural.precision; the dev split's
+    (("neural", "training"), TrainConfig, {"device", "precision", "rel_threshold"}, set()),
     (("choppy",), TruncationConfig, set(), {"runs"}),
     (("$choppy_model",), ChoppyConfig, {"max_length"}, set()),  # choppy.n; choppy.model and model_by_metric.*
     (("choppy", "bicut"), BiCutConfig, set(), set()),

@@ -106,6 +106,7 @@ from rankstudy.models.base import EncoderRanker
 from rankstudy.models.socialformer import patterns
 from rankstudy.models.socialformer.graph import SocialGraphConfig, build_social_graph, make_generator
 from rankstudy.nn.pretrained import PAD_ID, drop_pooler, has_score_head, load_encoder, pair_inputs, score_head
+from rankstudy.precision import in_fp32
 
 log = logging.getLogger(__name__)
 
@@ -458,4 +459,4 @@ class Socialformer(EncoderRanker):
         if self.training:
             self.graph_step += 1
         vector = self._aggregate(cls, block_document, slot, query.shape[0])
-        return self.score(self.dropout(vector)).squeeze(1)
+        return in_fp32(self.score)(self.dropout(vector)).squeeze(1)
