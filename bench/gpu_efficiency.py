@@ -18,7 +18,7 @@ import torch
 import yaml
 
 from rankstudy.efficiency import measure_models
-from rankstudy.nn.study_encoder import StudyEncoderConfig, build_bert, wordpiece_tokenizer
+from rankstudy.text.study_encoder import StudyEncoderConfig, build_bert, wordpiece_tokenizer
 
 
 def random_bert_base(out: Path) -> Path:

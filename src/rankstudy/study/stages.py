@@ -5,10 +5,9 @@ from __future__ import annotations
 
 import shlex
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import Any, Mapping
 
-if TYPE_CHECKING:
-    from rankstudy.study.plan import StudyPlan
+from rankstudy.papers.section import Study
 
 # the keys of a dense system that are its encoder's settings (rankstudy.dense.DenseConfig)
 DENSE_KEYS = ("encoder", "kind", "pooling", "l2_norm", "max_length", "batch_size")
@@ -16,7 +15,7 @@ DENSE_KEYS = ("encoder", "kind", "pooling", "l2_norm", "max_length", "batch_size
 
 @dataclass(frozen=True)
 class FirstStage:
-    plan: StudyPlan
+    plan: Study
 
     def names(self, *models: str) -> list[str]:
         """The first-stage systems of these models: bm25/ql search the index, official systems are an irds
@@ -49,7 +48,7 @@ class FirstStage:
 
 @dataclass(frozen=True)
 class Text:
-    plan: StudyPlan
+    plan: Study
 
     @property
     def embeddings(self) -> Mapping[str, Mapping[str, Any]]:

@@ -5,10 +5,9 @@ from __future__ import annotations
 
 import shlex
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import Any, Mapping
 
-if TYPE_CHECKING:
-    from rankstudy.study.plan import StudyPlan
+from rankstudy.papers.section import Study
 
 MEASURES = ("f1", "dcg")  # what a truncation is scored by (rankstudy.truncation.experiment)
 STUDY_FILES = ("results.csv", "per_query.csv", "fig1.json", "settings.json")  # truncation.experiment.write_study
@@ -16,7 +15,7 @@ STUDY_FILES = ("results.csv", "per_query.csv", "fig1.json", "settings.json")  # 
 
 @dataclass(frozen=True)
 class ChoppyOutputs:
-    plan: StudyPlan
+    plan: Study
 
     @property
     def section(self) -> Mapping[str, Any]:
