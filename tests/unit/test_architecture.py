@@ -169,6 +169,10 @@ def rule_commands() -> dict[str, set[str]]:
             rule = named.group(1) if block.lstrip().startswith("rule ") else f"{named.group(1)}NAME"
             for command in re.findall(r"python -m rankstudy ([a-z0-9-]+)", block):
                 called.setdefault(command, set()).add(rule)
+        for source, rule in re.findall(r"^use rule (\w+) as (\w+)", path.read_text(), flags=re.M):
+            for rules in called.values():  # a rule made from another runs its command
+                if source in rules:
+                    rules.add(rule)
     return called
 
 
@@ -196,3 +200,16 @@ def test_the_command_table_is_the_cli():
 @pytest.mark.parametrize("command", sorted(SUBCOMMANDS))
 def test_the_command_table_names_the_rules_that_call_a_command(command):
     assert documented_commands()[command][1] == rule_commands().get(command, set())
+
+
+# ---- the rules ---------------------------------------------------------------------------------------------
+def test_the_rules_read_the_config_through_the_plan_only():
+    """Only common.smk reads ``config`` (to build PLAN); the Snakefile only to choose the default config. A local
+    rule says so itself (``localrule: True``), not in a list far from it."""
+    for path in [REPO / "Snakefile", *sorted((REPO / "workflow" / "rules").glob("*.smk"))]:
+        text = path.read_text()
+        if path.name == "Snakefile":
+            text = text.replace('config.get("standalone", False)', "")
+        if path.name != "common.smk":
+            assert not re.search(r"\bconfig(\s*\[|\.get\()", text), f"{path.name} reads config: read PLAN"
+        assert not re.search(r"^\s*localrules\s*:", text, flags=re.M), f"{path.name}: a localrules list"

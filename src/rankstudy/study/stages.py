@@ -22,6 +22,28 @@ class FirstStage:
         split's own candidate lists (scoreddocs), dense ones pyserini's dense retrieval (rankstudy.dense)."""
         return [name for name, spec in self.plan.systems.items() if spec["model"] in models]
 
+    @property
+    def threads(self) -> int:
+        """first_stage.threads: Anserini's threads (and the rules' thread request)."""
+        return self.plan.config["first_stage"]["threads"]
+
+    @property
+    def terms_tolerance(self) -> float:
+        """The allowed relative gap between an index's total terms and the collection's estimate."""
+        return self.plan.config["first_stage"]["terms_tolerance"]
+
+    def index_stats(self, dataset: str) -> dict[str, int]:
+        """The exact statistics a dataset's index must have (its index_stats; none: checked against the collection)."""
+        return self.plan.datasets[dataset].get("index_stats", {})
+
+    def model(self, system: str) -> str:
+        """A system's retrieval model: bm25, ql, official or dense."""
+        return self.plan.systems[system]["model"]
+
+    def device(self, system: str) -> str:
+        """A dense system's encoder device: its ``device``, else auto."""
+        return self.plan.systems[system].get("device", "auto")
+
     def search_params(self, system: str) -> dict[str, Any]:
         """A Lucene system's ranking parameters (k1 and b, or mu)."""
         return {key: value for key, value in self.plan.systems[system].items()
@@ -57,6 +79,10 @@ class Text:
     def is_wordpiece(self, emb: str) -> bool:
         """Text of this entry is a pre-trained encoder's WordPiece ids (no vocabulary, no word vectors)."""
         return self.embeddings[emb].get("method") == "wordpiece"
+
+    def min_count(self, emb: str) -> int:
+        """The vocabulary keeps terms seen at least this often."""
+        return self.embeddings[emb]["vocab_min_count"]
 
     def vocabulary_inputs(self, emb: str) -> dict[str, Any]:
         """The collection (and, with include_queries, every split's queries) a vocabulary counts."""

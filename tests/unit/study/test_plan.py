@@ -193,6 +193,21 @@ def test_the_shared_stages_inputs_and_settings():
                                                        for split in ("train", "dev", "test")]
     assert text.vocabulary_inputs("w2v")["queries"] == []
     assert text.encoder_inputs("study")["embeddings"] == "text/w2v/embeddings.npy"
+    assert text.min_count("w2v") == 5 and text.min_count("ft") == 1  # the schema's default, the entry's own
+    assert stage.model("dense") == "dense" and stage.device("dense") == "auto"
+    assert stage.index_stats("synthetic-doc") == {}
+    assert stage.threads == 1 and stage.terms_tolerance == 0.01
+
+
+def test_the_settings_the_rules_read_come_from_the_plan():
+    plan = StudyPlan.from_config(study_config(
+        "datasets:\n  synthetic-doc: {train_min_grade: 2}\nneural: {rerank: {depths: [5, 100, 5]}}\n"))
+    assert plan.seed == 42 and "nDCG@10" in plan.measures and plan.expected == "config/expected/default.yaml"
+    assert plan.threads == 1 and plan.device == "auto" and plan.examples["per_query"] == 20
+    assert plan.reproduction == {"comparable": False, "reported": []}  # the schema's default filled in
+    assert plan.train_min_grade("synthetic-doc") == 2 and plan.train_min_grade("synthetic-passage") == 1
+    assert plan.tuning_depths("p1") == [5, 100, 5] and plan.tuning_depths("ce-passage") == [5, 50, 5]
+    assert plan.efficiency["setup"]["threads"] == 1 and plan.choppy.device == "auto"
 
 
 def test_claims_on_data_the_config_does_not_run_are_reported_not_run():

@@ -22,6 +22,11 @@ class ChoppyOutputs:
         return self.plan.config["choppy"]
 
     @property
+    def device(self) -> str:
+        """The device of Choppy's and BiCut's training (choppy.device)."""
+        return self.section["device"]
+
+    @property
     def methods(self) -> list[str]:
         """Table 1's rows: the oracle, the baselines, BiCut, Choppy."""
         return ["Oracle", "Greedy-k", "BiCut", "Choppy"] + [f"Fixed-{k}" for k in self.section["fixed_k"]]
