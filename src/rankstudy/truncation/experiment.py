@@ -23,7 +23,7 @@ from scipy import stats
 
 from rankstudy import formats
 from rankstudy.atomic import atomic_open
-from rankstudy.config import from_dict
+from rankstudy.config import check_ints, from_dict
 from rankstudy.errors import StudyError
 from rankstudy.models.choppy import ChoppyConfig
 from rankstudy.truncation.baselines import evaluate_cuts, greedy_k, oracle
@@ -53,8 +53,7 @@ class TruncationConfig:
     repeats: int = 1  # splits (or, with query-id files, training seeds) of the study, pooled (truncation.repeats)
 
     def __post_init__(self) -> None:
-        if not isinstance(self.repeats, int) or isinstance(self.repeats, bool) or self.repeats < 1:
-            raise ValueError(f"repeats must be a positive integer, got {self.repeats!r}")
+        check_ints(self, "repeats")
         fractions = self.test_fraction + self.dev_fraction
         if not (0 < self.test_fraction < 1 and 0 <= self.dev_fraction < 1 and fractions < 1):
             raise ValueError("test_fraction must be in (0, 1), dev_fraction in [0, 1), and they must sum below 1")

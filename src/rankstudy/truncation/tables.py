@@ -32,6 +32,7 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
+from rankstudy.config import is_int
 from rankstudy.errors import StudyError
 
 log = logging.getLogger(__name__)
@@ -98,7 +99,7 @@ def _recall_base(labels: np.ndarray, judged: Mapping[str, int], threshold: int, 
 
 
 def _check_args(n: int, metric: str = "f1", recall_base: str = "qrels") -> None:
-    if not isinstance(n, int) or isinstance(n, bool) or n < 1:
+    if not is_int(n) or n < 1:
         raise StudyError(f"truncation depth n must be a positive integer, got {n!r}")
     if metric not in METRICS:
         raise StudyError(f"unknown truncation metric {metric!r}; expected one of {', '.join(METRICS)}")
