@@ -29,10 +29,10 @@ from rankstudy.models.choppy import ChoppyConfig
 from rankstudy.truncation.baselines import evaluate_cuts, greedy_k, oracle
 from rankstudy.truncation.bicut import BiCutConfig, predict_cuts, train_bicut
 from rankstudy.truncation.choppy_train import predict, train_choppy
+from rankstudy.truncation.methods import BICUT, CHOPPY, F1, METRICS, ORACLE, fixed, greedy
 from rankstudy.truncation.tables import build_labels, build_tables
 
 log = logging.getLogger(__name__)
-METRICS = ("f1", "dcg")
 
 
 @dataclass
@@ -143,19 +143,19 @@ def run_study(run: formats.Run, qrels: formats.Qrels, cfg: TruncationConfig, see
         test_qids = [qids[i] for i in split["test"]]
         cuts: dict[str, np.ndarray] = {}
         best_value, best_cut = oracle(test[1])
-        cuts["Oracle"] = best_cut
+        cuts[ORACLE] = best_cut
         for k in cfg.fixed_k:
-            cuts[f"Fixed-{k}"] = np.full(len(test_qids), k)
+            cuts[fixed(k)] = np.full(len(test_qids), k)
         k = greedy_k(train[1])
-        cuts[f"Greedy-k (k={k})"] = np.full(len(test_qids), k)
-        if metric == "f1":
-            cuts["BiCut"], settings["bicut"] = _bicut_cuts(run, qrels, qids, split, train, dev, test, cfg, seed)
+        cuts[greedy(k)] = np.full(len(test_qids), k)
+        if metric == F1:
+            cuts[BICUT], settings["bicut"] = _bicut_cuts(run, qrels, qids, split, train, dev, test, cfg, seed)
         choppy_cfg = _choppy_config(cfg, metric)
         model, history = train_choppy(train, dev, choppy_cfg, seed, cfg.device)
         best_epoch = len(history) if dev is None else max(history, key=lambda h: h["dev_metric"])["epoch"]
         settings[f"choppy_{metric}"] = {**asdict(choppy_cfg), "epochs_run": len(history), "best_epoch": best_epoch,
                                         "train_loss": [h["train_loss"] for h in history]}  # the learning curve
-        cuts["Choppy"], _ = predict(model, test[0], test[2], cfg.device)
+        cuts[CHOPPY], _ = predict(model, test[0], test[2], cfg.device)
         _, probabilities = predict(model, train[0][:3], train[2][:3], cfg.device)
         fig1[metric] = {"qids": [qids[i] for i in split["train"][:3]], "tables": train[1][:3].tolist(),
                         "probabilities": probabilities.tolist(), "lengths": train[2][:3].tolist()}
