@@ -54,7 +54,7 @@ Deliberate choices:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 from torch import nn
@@ -71,7 +71,8 @@ class ChoppyConfig:
     ff_layers: int = 2  # 1: the paper's single ReLU layer; 2: PyTorch's two-layer feed-forward
     dropout: float = 0.1  # on the residual branches and inside the feed-forward layer
     attention_dropout: float = 0.0  # on the attention weights (see the module docstring)
-    max_length: int = 300  # longest list (N) the positional embedding covers
+    # longest list (N) the positional embedding covers: the study's choppy.n (truncation.experiment), no default here
+    max_length: int = field(kw_only=True)
     lr: float = 1e-3
     batch_size: int = 64
     epochs: int = 100

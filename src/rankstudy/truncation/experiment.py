@@ -37,7 +37,7 @@ log = logging.getLogger(__name__)
 
 @dataclass
 class TruncationConfig:
-    n: int = 300
+    n: int  # the lists' top n: choppy.n, whose default (the paper's 300) is the schema's
     rel_threshold: int = 1
     recall_base: str = "qrels"
     test_fraction: float = 0.2
