@@ -213,3 +213,12 @@ def test_the_rules_read_the_config_through_the_plan_only():
         if path.name != "common.smk":
             assert not re.search(r"\bconfig(\s*\[|\.get\()", text), f"{path.name} reads config: read PLAN"
         assert not re.search(r"^\s*localrules\s*:", text, flags=re.M), f"{path.name}: a localrules list"
+
+
+def test_the_readme_names_every_config():
+    """README's layout and its papers' data name every config file (the paper configs by their stem)."""
+    readme = (REPO / "README.md").read_text()
+    missing = [path.name for path in sorted((REPO / "config").glob("*.yaml")) if path.name not in readme]
+    missing += [f"paper/{path.name}" for path in sorted((REPO / "config" / "paper").glob("*.yaml"))
+                if not re.search(rf"paper/\{{[a-z,]*\b{path.stem}\b[a-z,]*\}}\.yaml", readme)]
+    assert missing == []

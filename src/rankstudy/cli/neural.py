@@ -217,7 +217,8 @@ def _train(args: argparse.Namespace) -> None:
 
 @subcommand("train", "train a neural ranker (resumes from checkpoint.pt)")
 def _train_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--model", required=True, help="model name (tk, knrm, conv_knrm)")
+    p.add_argument("--model", required=True,
+                   help="the model's class: a name of rankstudy.models.MODELS (docs/neural.md), e.g. tk")
     p.add_argument("--model-config", required=True, help="the model's settings as JSON")
     p.add_argument("--train-config", required=True, help="training settings as JSON (TrainConfig)")
     p.add_argument("--embeddings", required=True)
