@@ -60,7 +60,7 @@ def random_bert(out: Path, layers: int, hidden: int, heads: int, intermediate: i
     """A random BERT encoder directory (config, weights, a WordPiece tokenizer) of these dimensions."""
     from transformers import BertModel
 
-    from rankstudy.nn.study_encoder import StudyEncoderConfig, build_bert, wordpiece_tokenizer
+    from rankstudy.text.study_encoder import StudyEncoderConfig, build_bert, wordpiece_tokenizer
 
     tokenizer = wordpiece_tokenizer(iter(["a b c d e f g h"] * 4), 100)
     config = StudyEncoderConfig(layers=layers, heads=heads, intermediate_size=intermediate, max_positions=512)

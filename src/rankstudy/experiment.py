@@ -20,7 +20,7 @@ from rankstudy.config import from_dict
 from rankstudy.errors import StudyError
 from rankstudy.fingerprint import fingerprint
 from rankstudy.models import MODELS, build_model
-from rankstudy.models.base import Ranker
+from rankstudy.models.base import EncoderRanker, Ranker
 from rankstudy.rerank import pair_batches, score_candidates
 from rankstudy.runs import rerank_to_depth
 from rankstudy.store import TokenStore, collection_idf
@@ -160,11 +160,10 @@ def export_encoder(model_dir: Path, embeddings: Path, out: Path) -> None:
 
     model, _ = load_trained(model_dir, embeddings, torch.device("cpu"))
     settings = _trained_config(model_dir)["model_settings"]
-    encoder = getattr(model, "encoder", None)
-    if "encoder" not in settings or not hasattr(encoder, "save_pretrained"):
+    if "encoder" not in settings or not isinstance(model, EncoderRanker):
         raise StudyError(f"{model_dir}: model {type(model).__name__} has no pre-trained encoder to export")
     # the head goes along where it scores h_[CLS] (not Socialformer's, which scores pooler outputs)
-    save_encoder(encoder, settings["encoder"], out, head=model.score if model.CLS_HEAD else None)
+    save_encoder(model.encoder, settings["encoder"], out, head=model.score if model.CLS_HEAD else None)
     log.info("wrote the fine-tuned encoder of %s to %s", model_dir, out)
 
 

@@ -11,7 +11,7 @@ import torch
 from rankstudy.efficiency import measure_models
 from rankstudy.models import MODELS, build_model
 from rankstudy.nn.block_sparse import SparseLayout, block_count, random_edges, sparse_attention
-from rankstudy.nn.study_encoder import StudyEncoderConfig, build_bert, wordpiece_tokenizer
+from rankstudy.text.study_encoder import StudyEncoderConfig, build_bert, wordpiece_tokenizer
 from helpers import ENCODER_SETTINGS, dense_reference
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")

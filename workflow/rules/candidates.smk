@@ -5,11 +5,11 @@ rule first_stage:
     conda: "../../environment.yml"
     benchmark: "benchmarks/first_stage/{dataset}/{system}.{split}.tsv"
     wildcard_constraints: system=system_alternatives("bm25", "ql")
-    threads: FIRST_STAGE["threads"]
+    threads: FIRST_STAGE.threads
     params:
-        model=lambda wc: SYSTEMS[wc.system]["model"],
-        settings=lambda wc: as_json(PLAN.first_stage.search_params(wc.system)),
-        hits=lambda wc: PLAN.first_stage.hits(wc.system),
+        model=lambda wc: FIRST_STAGE.model(wc.system),
+        settings=lambda wc: as_json(FIRST_STAGE.search_params(wc.system)),
+        hits=lambda wc: FIRST_STAGE.hits(wc.system),
         timing="benchmarks/anserini/first_stage.{dataset}.{system}.{split}.json",
     resources: mem_mb=4000, runtime=240
     priority: PREPARATION_PRIORITY
@@ -27,8 +27,8 @@ rule official_candidates:
     conda: "../../environment.yml"
     wildcard_constraints: system=system_alternatives("official")
     params:
-        ids=lambda wc: " ".join(shlex.quote(i) for i in PLAN.first_stage.irds_ids(wc.dataset, wc.split)),
-        hits=lambda wc: PLAN.first_stage.hits(wc.system),
+        ids=lambda wc: " ".join(shlex.quote(i) for i in FIRST_STAGE.irds_ids(wc.dataset, wc.split)),
+        hits=lambda wc: FIRST_STAGE.hits(wc.system),
     resources: mem_mb=4000, runtime=120
     priority: PREPARATION_PRIORITY
     shell:
@@ -45,9 +45,9 @@ rule dense_index:
     benchmark: "benchmarks/index/{dataset}.{system}.tsv"
     wildcard_constraints: system=system_alternatives("dense")
     params:
-        config=lambda wc: as_json(PLAN.first_stage.dense_settings(wc.system)),
-        device=lambda wc: SYSTEMS[wc.system].get("device", "auto"),
-    resources: mem_mb=8000, runtime=1440, gpu=lambda wc: gpus(SYSTEMS[wc.system].get("device", "auto"))
+        config=lambda wc: as_json(FIRST_STAGE.dense_settings(wc.system)),
+        device=lambda wc: FIRST_STAGE.device(wc.system),
+    resources: mem_mb=8000, runtime=1440, gpu=lambda wc: gpus(FIRST_STAGE.device(wc.system))
     priority: PREPARATION_PRIORITY
     shell:
         "python -m rankstudy dense-index --collection {input} --config {params.config:q} --out {output}"
@@ -61,12 +61,12 @@ rule dense_search:
     conda: "../../environment.yml"
     benchmark: "benchmarks/first_stage/{dataset}/{system}.{split}.tsv"
     wildcard_constraints: system=system_alternatives("dense")
-    threads: FIRST_STAGE["threads"]
+    threads: FIRST_STAGE.threads
     params:
-        config=lambda wc: as_json(PLAN.first_stage.dense_settings(wc.system)),
-        device=lambda wc: SYSTEMS[wc.system].get("device", "auto"),
-        hits=lambda wc: PLAN.first_stage.hits(wc.system),
-    resources: mem_mb=8000, runtime=240, gpu=lambda wc: gpus(SYSTEMS[wc.system].get("device", "auto"))
+        config=lambda wc: as_json(FIRST_STAGE.dense_settings(wc.system)),
+        device=lambda wc: FIRST_STAGE.device(wc.system),
+        hits=lambda wc: FIRST_STAGE.hits(wc.system),
+    resources: mem_mb=8000, runtime=240, gpu=lambda wc: gpus(FIRST_STAGE.device(wc.system))
     priority: PREPARATION_PRIORITY
     shell:
         "python -m rankstudy dense-search --index {input.index} --queries {input.queries} --config {params.config:q}"

@@ -1,6 +1,6 @@
 # One rule per configured dataset: each writes collection.tsv and, per split, queries and qrels
 # (synthetic data also its truth.json).
-for _name, _dataset in DATASETS.items():
+for _name, _dataset in PLAN.datasets.items():
 
     rule:
         name:
@@ -19,7 +19,7 @@ for _name, _dataset in DATASETS.items():
         params:
             name=_name,
             section=as_json(_dataset),
-            seed=config["seed"],
+            seed=PLAN.seed,
             out=lambda wildcards, output: os.path.dirname(output.collection),
         resources:
             mem_mb=8000,

@@ -7,8 +7,8 @@ import json
 import logging
 from pathlib import Path
 
-from rankstudy.cli.registry import scoring_arguments, subcommand
 from rankstudy.errors import StudyError
+from rankstudy.subcommands import scoring_arguments, subcommand
 
 log = logging.getLogger("rankstudy")
 
@@ -217,7 +217,8 @@ def _train(args: argparse.Namespace) -> None:
 
 @subcommand("train", "train a neural ranker (resumes from checkpoint.pt)")
 def _train_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--model", required=True, help="model name (tk, knrm, conv_knrm)")
+    p.add_argument("--model", required=True,
+                   help="the model's class: a name of rankstudy.models.MODELS (docs/neural.md), e.g. tk")
     p.add_argument("--model-config", required=True, help="the model's settings as JSON")
     p.add_argument("--train-config", required=True, help="training settings as JSON (TrainConfig)")
     p.add_argument("--embeddings", required=True)
@@ -252,7 +253,7 @@ def _pretrain_encoder(args: argparse.Namespace) -> None:
     import torch
 
     from rankstudy.config import from_dict
-    from rankstudy.nn.study_encoder import StudyEncoderConfig, build_study_encoder
+    from rankstudy.text.study_encoder import StudyEncoderConfig, build_study_encoder
 
     torch.set_num_threads(max(1, args.threads))
     config = from_dict(StudyEncoderConfig, json.loads(args.config), "encoder")
@@ -266,7 +267,7 @@ def _pretrain_encoder_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--collection", required=True, help="collection TSV (masked-LM text; WordPiece training)")
     p.add_argument("--vocab", required=True, help="vocabulary directory of the word vectors")
     p.add_argument("--embeddings", required=True, help="word vectors (embeddings.npy) aligned with the vocabulary")
-    p.add_argument("--config", required=True, help="JSON of rankstudy.nn.study_encoder.StudyEncoderConfig")
+    p.add_argument("--config", required=True, help="JSON of rankstudy.text.study_encoder.StudyEncoderConfig")
     p.add_argument("--seed", type=int, required=True)
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--out", required=True, help="encoder directory to write")

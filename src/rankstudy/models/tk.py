@@ -137,27 +137,13 @@ def build_contextualizer(model: nn.Module, config: ContextualizerConfig, embeddi
     model.kernels = KernelPooling(config.kernels_mu, config.kernels_sigma)
 
 
-class TK(Ranker):
+class Contextualizing(Ranker):
+    """A ranker built on TK's contextualisation (1) (TK, TKL): its embedding, sinusoid positions, transformer
+    and mixer come from ``build_contextualizer``; ``contextualize`` mixes the representations of ids."""
+
     THREAD_GROUPS = True  # training's length groups may run on separate threads (models/base.py)
     PARAM_GROUPS = {"embedding.": "embeddings", "contextualizer.": "contextualizer"}
 
-    def __init__(self, config: TKConfig, embeddings: np.ndarray):
-        super().__init__()
-        self.config = config
-        build_contextualizer(self, config, embeddings, config.max_length + config.document_position_offset)
-        self.scaler = nn.Parameter(torch.full([1], config.scaler_init))
-        n = self.kernels.count
-        self.dense_log = nn.Linear(n, 1, bias=False)
-        nn.init.uniform_(self.dense_log.weight, -config.dense_init, config.dense_init)
-        if config.branches == "both":
-            self.dense_len = nn.Linear(n, 1, bias=False)
-            nn.init.uniform_(self.dense_len.weight, -config.dense_init, config.dense_init)
-            self.dense_comb = nn.Linear(2, 1, bias=False)
-        if config.window_sizes:
-            self.window_weights = nn.Parameter(
-                torch.full([len(config.window_sizes), config.top_windows], 1.0 / config.top_windows))
-
-    # (1) -------------------------------------------------------------------------------
     def contextualize(self, ids: torch.Tensor, first_position: int = 0,
                       rows: slice | None = None) -> tuple[torch.Tensor, ...]:
         """Token ids [B, L] -> (mixed representations [B, L, D], token mask, match mask); positions from
@@ -176,7 +162,9 @@ class TK(Ranker):
         mixed = (self.mixer * embedded + (1 - self.mixer) * context) * tokens.unsqueeze(-1)
         return mixed, tokens, matchable
 
-    def _contextualize_queries(self, query: torch.Tensor):
+    def contextualize_queries(self, query: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        """``contextualize`` for the queries of a batch: at inference each distinct query once (re-ranking
+        scores one query against many documents)."""
         if self.training:
             return self.contextualize(query)
         distinct, inverse = torch.unique(query, dim=0, return_inverse=True)
@@ -184,10 +172,29 @@ class TK(Ranker):
             return self.contextualize(query)
         return tuple(part[inverse] for part in self.contextualize(distinct))
 
+
+class TK(Contextualizing):
+    def __init__(self, config: TKConfig, embeddings: np.ndarray):
+        super().__init__()
+        self.config = config
+        build_contextualizer(self, config, embeddings, config.max_length + config.document_position_offset)
+        self.scaler = nn.Parameter(torch.full([1], config.scaler_init))
+        n = self.kernels.count
+        self.dense_log = nn.Linear(n, 1, bias=False)
+        nn.init.uniform_(self.dense_log.weight, -config.dense_init, config.dense_init)
+        if config.branches == "both":
+            self.dense_len = nn.Linear(n, 1, bias=False)
+            nn.init.uniform_(self.dense_len.weight, -config.dense_init, config.dense_init)
+            self.dense_comb = nn.Linear(2, 1, bias=False)
+        if config.window_sizes:
+            self.window_weights = nn.Parameter(
+                torch.full([len(config.window_sizes), config.top_windows], 1.0 / config.top_windows))
+
+    # (1) -------------------------------------------------------------------------------
     def _contextualize_pair(self, query: torch.Tensor, document: torch.Tensor):
         """(q̂, q match mask, d̂, d token mask, d match mask): documents from ``document_position_offset``;
         with ``oov_matches`` every real token matches."""
-        q, q_tokens, q_match = self._contextualize_queries(query)
+        q, q_tokens, q_match = self.contextualize_queries(query)
         d, d_tokens, d_match = self.contextualize(document, self.config.document_position_offset)
         if self.config.oov_matches:  # the published code: padding is the only token that matches nothing
             q_match, d_match = q_tokens, d_tokens

@@ -34,6 +34,7 @@ import torch
 from tqdm import tqdm
 
 from rankstudy.atomic import atomic_open
+from rankstudy.config import check_ints, is_number
 from rankstudy.device import resolve_device
 from rankstudy.errors import StudyError
 from rankstudy.evaluate import aggregate, evaluate_run, parse_measures
@@ -91,11 +92,8 @@ class TrainConfig:
             raise ValueError(f"optimizer must be one of {', '.join(OPTIMIZERS)}, not {self.optimizer!r}")
         if self.loss not in ("pairwise", "listwise"):
             raise ValueError(f"loss must be 'pairwise' or 'listwise', not {self.loss!r}")
-        for name in ("max_steps", "validate_every", "patience", "validation_depth", "batch_size",
-                     "rel_threshold", "max_query_length", "max_doc_length"):
-            value = getattr(self, name)
-            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-                raise ValueError(f"{name} must be a positive integer, got {value!r}")
+        check_ints(self, "max_steps", "validate_every", "patience", "validation_depth", "batch_size", "rel_threshold",
+                   "max_query_length", "max_doc_length")
         try:
             parse_measures([self.metric], self.rel_threshold)
         except StudyError as error:
@@ -103,31 +101,21 @@ class TrainConfig:
         if not isinstance(self.learning_rates, Mapping) or "default" not in self.learning_rates:
             raise ValueError("learning_rates must map optimizer groups to rates and contain 'default'")
         for group, lr in self.learning_rates.items():
-            if not _number(lr) or lr <= 0:
+            if not is_number(lr) or lr <= 0:
                 raise ValueError(f"learning_rates.{group} must be a positive number, got {lr!r}")
-        if not _number(self.weight_decay) or self.weight_decay < 0:
+        if not is_number(self.weight_decay) or self.weight_decay < 0:
             raise ValueError(f"weight_decay must be a non-negative number, got {self.weight_decay!r}")
-        if self.validation_queries is not None and (not isinstance(self.validation_queries, int)
-                                                    or isinstance(self.validation_queries, bool)
-                                                    or self.validation_queries < 1):
-            raise ValueError(f"validation_queries must be null or a positive integer, got {self.validation_queries!r}")
-        if self.micro_batch is not None and (not isinstance(self.micro_batch, int) or isinstance(self.micro_batch, bool)
-                                             or self.micro_batch < 1):
-            raise ValueError(f"micro_batch must be null or a positive integer, got {self.micro_batch!r}")
+        check_ints(self, "validation_queries", "micro_batch", nullable=True)
         if self.micro_batch is not None and self.query_negatives:
             raise ValueError("micro_batch and query_negatives do not go together: query negatives pair each "
                              "positive with another example's query of the same pass")
-        if not isinstance(self.length_group, int) or isinstance(self.length_group, bool) or self.length_group < 0:
-            raise ValueError(f"length_group must be a non-negative integer, got {self.length_group!r}")
-        if self.grad_clip is not None and (not _number(self.grad_clip) or self.grad_clip <= 0):
+        check_ints(self, "length_group", minimum=0)
+        if self.grad_clip is not None and (not is_number(self.grad_clip) or self.grad_clip <= 0):
             raise ValueError(f"grad_clip must be null or a positive number, got {self.grad_clip!r}")
         if self.device != "auto" and self.device.split(":")[0] not in ("cpu", "cuda"):
             raise ValueError(f"device must be 'auto', 'cpu' or 'cuda[:n]', not {self.device!r}")
         check_precision(self.precision)
 
-
-def _number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
 def optimizer_groups(model: torch.nn.Module, learning_rates: Mapping[str, float]) -> list[dict]:

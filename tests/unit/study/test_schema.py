@@ -13,7 +13,7 @@ from helpers import REPO
 from rankstudy.datasets.irds import IrdsConfig
 from rankstudy.datasets.local import LocalConfig
 from rankstudy.datasets.synthetic import SyntheticConfig
-from rankstudy.nn.study_encoder import StudyEncoderConfig
+from rankstudy.text.study_encoder import StudyEncoderConfig
 from rankstudy.train.loop import TrainConfig
 from rankstudy.truncation.bicut import BiCutConfig
 from rankstudy.truncation.experiment import TruncationConfig
