@@ -2,7 +2,7 @@
 # The default study. A --configfile that says `standalone: true` (config/paper/*.yaml) is the whole
 # config instead: Snakemake merges nested mappings key by key, so the default's synthetic datasets,
 # runs and model settings would otherwise leak into it (config/README.md).
-if not config.get("standalone", False):
+if not config.get("standalone", False):  # before PLAN: which config files PLAN is built from
 
     configfile: "config/config.yaml"
 
@@ -28,32 +28,6 @@ include: "workflow/rules/expected.smk"
 include: "workflow/rules/reproduction.smk"
 
 
-# Seconds-long bookkeeping jobs run where Snakemake runs, not as cluster jobs (each Slurm job
-# pays for a Snakemake start-up); the profile's resources apply to the rest.
-localrules:
-    evaluate,
-    tune_depth,
-    full_task,
-    ensemble,
-    first_stage_table,
-    tk_table2,
-    tk_table3_4,
-    choppy_pool,
-    choppy_table1,
-    choppy_fig1,
-    choppy_fig2,
-    tkl_table,
-    tkl_evidence,
-    tkl_fig1,
-    tkl_fig2,
-    tkl_fig3,
-    socialformer_table,
-    socialformer_fig6,
-    claims,
-    reproduction,
-    check_expected,
-
-
 rule all:
     default_target: True
     input:
@@ -73,4 +47,4 @@ rule all:
         rules.claims.output if PLAN.claim_inputs() else [],
         # the papers' reported cells beside this run's; a config of other data says it is not comparable
         rules.reproduction.output if REPRODUCTION["reported"] or not REPRODUCTION["comparable"] else [],
-        rules.check_expected.output if config["expected"] else [],
+        rules.check_expected.output if PLAN.expected else [],

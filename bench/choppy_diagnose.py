@@ -52,7 +52,7 @@ VARIANTS = {
     "batches of 16": {"batch_size": 16},
     "AttnCut's loss (RAML, tau 0.95)": {"loss": "raml", "raml_temperature": 0.95},
 }
-SPLIT = TruncationConfig(test_fraction=0.2, dev_fraction=0)
+SPLIT = TruncationConfig(n=300, test_fraction=0.2, dev_fraction=0)  # the split's fractions (n: unused)
 RIDGE_RANKS = [1, 2, 3, 5, 10, 20, 30, 50, 75, 100, 150, 200, 300]
 
 

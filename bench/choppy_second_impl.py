@@ -113,11 +113,11 @@ def main() -> None:
     qids, scores, qrels_f1, _ = build_tables(run, qrels, N, "f1", recall_base="qrels")
     _, _, top_f1, _ = build_tables(run, qrels, N, "f1", recall_base="top_n")
     tables = {"F1 (qrels)": qrels_f1, "F1 (top 300)": top_f1}
-    splits = {f"random split {r}": split_queries(qids, TruncationConfig(test_fraction=0.2, dev_fraction=0),
+    splits = {f"random split {r}": split_queries(qids, TruncationConfig(n=N, test_fraction=0.2, dev_fraction=0),
                                                  repeat_seed(args.seed, r)) for r in args.repeats}
     if args.source_split:
         given = {part: formats.read_ids(lists / f"{args.system}.{part}.qids", "qid") for part in ("train", "test")}
-        splits["source split"] = split_queries(qids, TruncationConfig(), args.seed,
+        splits["source split"] = split_queries(qids, TruncationConfig(n=N), args.seed,
                                                {part: [q for q in ids if q in set(qids)] for part, ids in given.items()})
     rows = []
     for name, split in splits.items():

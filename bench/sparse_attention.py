@@ -27,8 +27,8 @@ from torch.nn import functional as F
 from rankstudy.config import from_dict
 from rankstudy.models import build_model
 from rankstudy.nn import block_sparse
-from rankstudy.nn.study_encoder import StudyEncoderConfig, build_study_encoder
 from rankstudy.text.embeddings import save_embeddings
+from rankstudy.text.study_encoder import StudyEncoderConfig, build_study_encoder
 from rankstudy.text.vocab import build_vocabulary
 
 DENSE = "bench_dense_mask"

@@ -14,7 +14,8 @@ the groups on separate threads, ``train.length_groups``), after a warm-up step. 
 ``repeats`` (a TKL training step at 4,000 tokens takes half a minute on one CPU core).
 Each row records the settings it ran with: torch threads, the OpenMP wait policy (the CLI sets
 ``PASSIVE``: docs/neural.md, "Threads on a shared machine"), torch's vector instruction set (the
-CLI pins AVX2: ``rankstudy.cpu_isa``) and the allocator setting (``malloc``: ``rankstudy.malloc``).
+CLI pins AVX2: ``rankstudy.cpu_isa``) and the allocator setting (``malloc``: ``rankstudy.malloc``). The setup's
+``precision`` (``rankstudy.precision``; default fp32) applies to the passes and steps, and is recorded too.
 """
 
 from __future__ import annotations
@@ -53,6 +54,7 @@ def _measure(name: str, settings: Mapping[str, Any], setup: Mapping[str, Any]) -
 
     from rankstudy.malloc import keep_freed_memory
     from rankstudy.models import build_model
+    from rankstudy.precision import autocast, tf32
 
     malloc = keep_freed_memory()  # a spawned process: the CLI's allocator setting, as the study's jobs run
     setup = {**setup, **{key: settings[key] for key in SETUP_OVERRIDES if key in settings}}
@@ -72,7 +74,8 @@ def _measure(name: str, settings: Mapping[str, Any], setup: Mapping[str, Any]) -
     if device.type == "cuda":
         torch.cuda.reset_peak_memory_stats(device)
     times = []
-    with torch.inference_mode():
+    precision = setup.get("precision", "fp32")
+    with torch.inference_mode(), tf32(precision, device), autocast(precision, device):
         for repeat in range(setup["repeats"] + 1):
             if device.type == "cuda":
                 torch.cuda.synchronize(device)
@@ -83,8 +86,9 @@ def _measure(name: str, settings: Mapping[str, Any], setup: Mapping[str, Any]) -
             if repeat:  # the first pass warms up
                 times.append(time.perf_counter() - start)
     peak = (torch.cuda.max_memory_allocated(device) / 2**20 if device.type == "cuda" else _peak_rss_mb() - baseline)
-    step_seconds = _training_step_seconds(model, query[:1], rng, setup, device)
-    return {"model": name, "device": device.type, "threads": setup["threads"],
+    with tf32(precision, device):
+        step_seconds = training_step_seconds(model, query[:1], rng, setup, device, precision)
+    return {"model": name, "device": device.type, "precision": precision, "threads": setup["threads"],
             "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY", "default"), "malloc": malloc,
             "cpu_capability": torch.backends.cpu.get_cpu_capability(), "batch": setup["batch"],
             "doc_length": setup["doc_length"], "dim": setup["dim"], "train_batch": setup["train_batch"],
@@ -92,8 +96,9 @@ def _measure(name: str, settings: Mapping[str, Any], setup: Mapping[str, Any]) -
             "train_steps_per_s": 1 / statistics.median(step_seconds), "peak_memory_mb": peak}
 
 
-def _training_step_seconds(model, query, rng, setup: Mapping[str, Any], device) -> list[float]:
-    """Seconds of each of ``repeats`` training steps (after one warm-up step) on random pairs."""
+def training_step_seconds(model, query, rng, setup: Mapping[str, Any], device, precision: str = "fp32") -> list[float]:
+    """Seconds of each of ``repeats`` training steps (after one warm-up step) on random pairs, forward passes at
+    ``precision`` (bf16 autocast; TF32 is switched by the caller: ``rankstudy.precision.tf32``)."""
     import torch
 
     from rankstudy.train.length_groups import backward_in_length_groups
@@ -106,13 +111,17 @@ def _training_step_seconds(model, query, rng, setup: Mapping[str, Any], device) 
     optimizer = torch.optim.Adam([p for p in model.parameters() if p.requires_grad], lr=1e-6)
     model.train()
     seconds = []
+
+    def loss_of(scores):
+        scores = scores.float()  # the loss in fp32, as the training loop's
+        return pairwise_margin_loss(scores[:pairs], scores[pairs:])
+
     for repeat in range(setup["repeats"] + 1):
         if device.type == "cuda":
             torch.cuda.synchronize(device)
         start = time.perf_counter()
         optimizer.zero_grad(set_to_none=True)
-        backward_in_length_groups(model, queries, documents, TrainConfig.length_group,
-                                  lambda scores: pairwise_margin_loss(scores[:pairs], scores[pairs:]))
+        backward_in_length_groups(model, queries, documents, TrainConfig.length_group, loss_of, precision)
         optimizer.step()
         if device.type == "cuda":
             torch.cuda.synchronize(device)

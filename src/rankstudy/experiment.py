@@ -20,7 +20,7 @@ from rankstudy.config import from_dict
 from rankstudy.errors import StudyError
 from rankstudy.fingerprint import fingerprint
 from rankstudy.models import MODELS, build_model
-from rankstudy.models.base import Ranker
+from rankstudy.models.base import EncoderRanker, Ranker
 from rankstudy.rerank import pair_batches, score_candidates
 from rankstudy.runs import rerank_to_depth
 from rankstudy.store import TokenStore, collection_idf
@@ -160,11 +160,10 @@ def export_encoder(model_dir: Path, embeddings: Path, out: Path) -> None:
 
     model, _ = load_trained(model_dir, embeddings, torch.device("cpu"))
     settings = _trained_config(model_dir)["model_settings"]
-    encoder = getattr(model, "encoder", None)
-    if "encoder" not in settings or not hasattr(encoder, "save_pretrained"):
+    if "encoder" not in settings or not isinstance(model, EncoderRanker):
         raise StudyError(f"{model_dir}: model {type(model).__name__} has no pre-trained encoder to export")
     # the head goes along where it scores h_[CLS] (not Socialformer's, which scores pooler outputs)
-    save_encoder(encoder, settings["encoder"], out, head=model.score if model.CLS_HEAD else None)
+    save_encoder(model.encoder, settings["encoder"], out, head=model.score if model.CLS_HEAD else None)
     log.info("wrote the fine-tuned encoder of %s to %s", model_dir, out)
 
 
@@ -179,13 +178,16 @@ def _scoring_model(model_dir: Path, embeddings: Path, device: str, threads: int,
 
 
 def rerank_run(model_dir: Path, embeddings: Path, queries: Path, documents: Path, candidates: Path, out: Path,
-               tag: str, depth: int, batch_size: int, device: str = "auto", threads: int = 1) -> None:
+               tag: str, depth: int, batch_size: int, device: str = "auto", threads: int = 1,
+               precision: str = "fp32") -> None:
     """Score the top ``depth`` candidates of every query with a trained model, at the lengths it was
-    trained at; write a TREC run (the neural order on top, the rest of the candidates after it)."""
+    trained at and at ``precision`` (``rankstudy.precision``); write a TREC run (the neural order on top, the
+    rest of the candidates after it)."""
     model, spec, resolved = _scoring_model(model_dir, embeddings, device, threads, queries, documents)
     first_stage = formats.read_run(candidates)
     scored = score_candidates(model, first_stage, TokenStore(queries), TokenStore(documents),
-                              depth, batch_size, spec.max_query_length, spec.max_doc_length, resolved)
+                              depth, batch_size, spec.max_query_length, spec.max_doc_length, resolved,
+                              precision=precision)
     # candidates below ``depth`` follow in first-stage order, so every run ranks the same candidates
     formats.write_run(out, rerank_to_depth(first_stage, scored, depth), tag)
     log.info("re-ranked %d queries (top %d) with %s -> %s", len(scored), depth, model_dir, out)

@@ -12,29 +12,39 @@ from tqdm import tqdm
 
 from rankstudy.errors import StudyError
 from rankstudy.formats import Run
+from rankstudy.precision import autocast, tf32
 from rankstudy.runs import ranked
 
 log = logging.getLogger(__name__)
 
 
+def ids_on_device(ids: np.ndarray, device: torch.device) -> torch.Tensor:
+    """Token ids as a long tensor on ``device``; to a GPU from pinned memory without blocking, so the copy runs
+    while the host batches the next pairs."""
+    if device.type != "cuda":
+        return torch.as_tensor(ids, dtype=torch.long, device=device)
+    return torch.as_tensor(ids, dtype=torch.long).pin_memory().to(device, non_blocking=True)
+
+
 def pair_batches(pairs: Sequence[tuple], query_store, doc_store, batch_size: int, max_query_length: int,
                  max_doc_length: int, device: str | torch.device) -> Iterator[tuple[Sequence[tuple], torch.Tensor, torch.Tensor]]:
     """(pairs, query ids [B, Lq], document ids [B, Ld]) in batches of ``batch_size`` (query id, doc id, ...) pairs."""
+    device = torch.device(device)
     for start in range(0, len(pairs), batch_size):
         chunk = pairs[start:start + batch_size]
-        query = torch.as_tensor(query_store.batch([pair[0] for pair in chunk], max_query_length), dtype=torch.long,
-                                device=device)
-        docs = torch.as_tensor(doc_store.batch([pair[1] for pair in chunk], max_doc_length), dtype=torch.long,
-                               device=device)
+        query = ids_on_device(query_store.batch([pair[0] for pair in chunk], max_query_length), device)
+        docs = ids_on_device(doc_store.batch([pair[1] for pair in chunk], max_doc_length), device)
         yield chunk, query, docs
 
 
 def score_candidates(model: torch.nn.Module, run: Mapping[str, Sequence[tuple[str, float]]], query_store,
                      doc_store, depth: int, batch_size: int, max_query_length: int, max_doc_length: int,
-                     device: str | torch.device, progress: bool = True) -> Run:
+                     device: str | torch.device, progress: bool = True, precision: str = "fp32") -> Run:
     """Neural scores of each query's top ``depth`` candidates: qid -> [(docid, score)], best first.
 
-    Pairs from several queries share a batch; the model is put in eval mode (and on ``device``).
+    Pairs from several queries share a batch; the model is put in eval mode (and on ``device``) and scores at
+    ``precision`` (``rankstudy.precision``). The scores stay on the device until the last batch: a GPU is not
+    made to wait for the host after every batch.
     """
     if depth < 1 or batch_size < 1:
         raise StudyError(f"depth and batch_size must be at least 1, got {depth} and {batch_size}")
@@ -46,14 +56,15 @@ def score_candidates(model: torch.nn.Module, run: Mapping[str, Sequence[tuple[st
     model.to(device)
     model.eval()
     scores = np.zeros(len(pairs))
-    done = 0
-    with torch.inference_mode(), tqdm(total=len(pairs), desc="rerank", unit="pair", disable=not progress,
-                                      dynamic_ncols=True) as bar:
+    parts = []
+    with torch.inference_mode(), tf32(precision, device), autocast(precision, device), \
+            tqdm(total=len(pairs), desc="rerank", unit="pair", disable=not progress, dynamic_ncols=True) as bar:
         for chunk, query, docs in pair_batches([pairs[k] for k in order], query_store, doc_store, batch_size,
                                                max_query_length, max_doc_length, device):
-            scores[order[done:done + len(chunk)]] = model(query, docs).float().cpu().numpy()
-            done += len(chunk)
+            parts.append(model(query, docs).float())
             bar.update(len(chunk))
+    if parts:
+        scores[order] = torch.cat(parts).cpu().numpy()
     result: Run = {qid: [] for qid in run}
     for (qid, docid), score in zip(pairs, scores.tolist()):
         result[qid].append((docid, score))

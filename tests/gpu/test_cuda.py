@@ -11,7 +11,7 @@ import torch
 from rankstudy.efficiency import measure_models
 from rankstudy.models import MODELS, build_model
 from rankstudy.nn.block_sparse import SparseLayout, block_count, random_edges, sparse_attention
-from rankstudy.nn.study_encoder import StudyEncoderConfig, build_bert, wordpiece_tokenizer
+from rankstudy.text.study_encoder import StudyEncoderConfig, build_bert, wordpiece_tokenizer
 from helpers import ENCODER_SETTINGS, dense_reference
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
@@ -137,3 +137,33 @@ def test_efficiency_measures_cuda():
     table = measure_models({"tk": {"model": "tk", "layers": 1, "heads": 2, "ff_dim": 16}}, setup)
     cuda = table[table["device"] == "cuda"]
     assert len(cuda) == 1 and (cuda["docs_per_ms"] > 0).all() and (cuda["train_steps_per_s"] > 0).all()
+
+
+@pytest.mark.parametrize("name", ["tk", "tkl", "knrm", "conv_knrm", "bert_cat"])
+def test_bf16_and_tf32_score_and_train_on_cuda(name, encoder):
+    """neural.precision on CUDA (rankstudy.precision): bf16 autocast with the kernels and score heads in fp32, TF32
+    switched on while inside and back after; the scores follow fp32's and a training pass runs."""
+    from rankstudy.precision import autocast, tf32
+    from rankstudy.train.length_groups import backward_in_length_groups
+
+    model = build(name, encoder).to("cuda").eval()
+    generator = torch.Generator().manual_seed(1)
+    vocab = min(VOCAB, encoder[1])
+    query = torch.randint(5, vocab, (1, 5), generator=generator).repeat(24, 1).cuda()
+    document = torch.randint(5, vocab, (24, 40), generator=generator).cuda()
+    document[::2, ::5] = query[0, 0]
+    with torch.no_grad():
+        exact = model(query, document)
+        scores = {}
+        for precision in ("bf16", "tf32"):
+            with tf32(precision, "cuda"), autocast(precision, "cuda"):
+                assert torch.backends.cuda.matmul.allow_tf32 == (precision == "tf32")
+                scores[precision] = model(query, document)
+    assert not torch.backends.cuda.matmul.allow_tf32  # put back (the fixture turned it off)
+    for precision, values in scores.items():
+        assert values.dtype == torch.float32 and values.isfinite().all()
+        assert float(torch.corrcoef(torch.stack([exact, values]))[0, 1]) > 0.95, precision
+    model.train()
+    loss = backward_in_length_groups(model, query, document, 8, lambda s: (s[:12].float() - s[12:].float()).mean(),
+                                     "bf16")
+    assert loss.isfinite() and any(p.grad is not None and p.grad.isfinite().all() for p in model.parameters())

@@ -56,7 +56,7 @@ def test_an_empty_run_is_an_error_naming_the_file_in_every_command(tmp_path):
     commands = {
         "examples": ["--qrels", qrels, "--candidates", run, "--out", str(tmp_path / "t.tsv"), "--kind", "triples",
                      "--negatives-depth", "10", "--per-query", "2", "--seed", "1"],
-        "choppy-study": ["--run", run, "--qrels", qrels, "--config", "{}", "--seed", "1",
+        "choppy-study": ["--run", run, "--qrels", qrels, "--config", "{\"n\": 10}", "--seed", "1",
                          "--out", str(tmp_path / "tr")],
         "evaluate": ["--run", run, "--qrels", qrels, "--out", str(tmp_path / "m.csv"), "--measures", "AP",
                      "--dataset", "d", "--system", "s", "--split", "test"],

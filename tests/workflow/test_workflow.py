@@ -65,9 +65,10 @@ def test_dry_run_lists_the_study_jobs(tmp_path):
         "dataset_synthetic_passage": 1, "dataset_synthetic_doc": 1, "dataset_synthetic_lists": 1, "index": 3,
         "first_stage": 18,
         "first_stage_table": 1,
-        # text: word2vec, fastText (passages only) and the study encoder's stores (both datasets: the
-        # Socialformer runs' warm-start cross-encoder trains on the passages); the study encoder
-        "vocabulary": 2, "embeddings": 3, "store_collection": 5, "store_queries": 15, "pretrain_encoder": 1,
+        # text: word2vec and fastText (both read the passages and the documents: the documents' store of each
+        # vocabulary) and the study encoder's stores (both datasets: the Socialformer runs' warm-start
+        # cross-encoder trains on the passages); the study encoder
+        "vocabulary": 2, "embeddings": 3, "store_collection": 6, "store_queries": 15, "pretrain_encoder": 1,
         # triples for both datasets, listwise groups for the Socialformer runs
         "examples": 3,
         # TK paper: p1 x 3 seeds, p2, d1, d3, knrm, conv_knrm (d2 reuses p1's models on documents);
@@ -91,7 +92,7 @@ def test_dry_run_lists_the_study_jobs(tmp_path):
         # the claims scoreboard, the reproduction report (synthetic data: not comparable), the
         # expected-results check (docs/claims.md) and the learning audit of every trained run
         "claims": 1, "reproduction": 1, "check_expected": 1, "learning_audit": 1,
-        "all": 1, "total": 397,
+        "all": 1, "total": 398,
     }
 
 
@@ -124,7 +125,7 @@ def test_the_extended_config_adds_the_rows_beyond_the_default(tmp_path):
     assert result.returncode == 0, result.stderr
     counts = job_counts(result.stdout + result.stderr)
     assert (counts["train"], counts["rerank"], counts["tune_depth"], counts["choppy_study"], counts["total"]) == \
-        (27 + 10 + 2 * 19, 55 + 20 + 2 * 2 * 19 - 2 * 5, 27 + 10 + 2 * (19 - 5), 3, 829)
+        (27 + 10 + 2 * 19, 55 + 20 + 2 * 2 * 19 - 2 * 5, 27 + 10 + 2 * (19 - 5), 3, 830)
     for run in ("tk-500", "tkl-500", "conv_knrm-1k", "doc-matchpyramid", "doc-co_pacrr",
                 "sf-edge", "sf-idcm", "sf-longformer", "sf-bigbird", "sf-qds"):
         assert re.search(rf"models/synthetic-doc/[\w-]+/{run}/seed42/model.pt", result.stdout), run

@@ -5,11 +5,11 @@ rule first_stage:
     conda: "../../environment.yml"
     benchmark: "benchmarks/first_stage/{dataset}/{system}.{split}.tsv"
     wildcard_constraints: system=system_alternatives("bm25", "ql")
-    threads: FIRST_STAGE["threads"]
+    threads: FIRST_STAGE.threads
     params:
-        model=lambda wc: SYSTEMS[wc.system]["model"],
-        settings=lambda wc: as_json(PLAN.first_stage.search_params(wc.system)),
-        hits=lambda wc: PLAN.first_stage.hits(wc.system),
+        model=lambda wc: FIRST_STAGE.model(wc.system),
+        settings=lambda wc: as_json(FIRST_STAGE.search_params(wc.system)),
+        hits=lambda wc: FIRST_STAGE.hits(wc.system),
         timing="benchmarks/anserini/first_stage.{dataset}.{system}.{split}.json",
     resources: mem_mb=4000, runtime=240
     priority: PREPARATION_PRIORITY
@@ -22,14 +22,14 @@ rule first_stage:
 # A dataset's own candidate lists: an irds split's (ir_datasets scoreddocs, e.g. TREC DL's official top 1,000) or
 # a local folder's given run (local.candidates, e.g. BM25's top 100 with the passages' text)
 rule official_candidates:
-    input: queries="data/{dataset}/queries.{split}.tsv", given=lambda wc: PLAN.first_stage.official_run(wc.dataset)
+    input: queries="data/{dataset}/queries.{split}.tsv", given=lambda wc: FIRST_STAGE.official_run(wc.dataset)
     output: "runs/{dataset}/{system}.{split}.run"
     log: "logs/first_stage/{dataset}/{system}.{split}.log"
     conda: "../../environment.yml"
     wildcard_constraints: system=system_alternatives("official")
     params:
-        source=lambda wc: PLAN.first_stage.official_source(wc.dataset, wc.split),
-        hits=lambda wc: PLAN.first_stage.hits(wc.system),
+        source=lambda wc: FIRST_STAGE.official_source(wc.dataset, wc.split),
+        hits=lambda wc: FIRST_STAGE.hits(wc.system),
     resources: mem_mb=4000, runtime=120
     priority: PREPARATION_PRIORITY
     shell:
@@ -46,9 +46,9 @@ rule dense_index:
     benchmark: "benchmarks/index/{dataset}.{system}.tsv"
     wildcard_constraints: system=system_alternatives("dense")
     params:
-        config=lambda wc: as_json(PLAN.first_stage.dense_settings(wc.system)),
-        device=lambda wc: SYSTEMS[wc.system].get("device", "auto"),
-    resources: mem_mb=8000, runtime=1440, gpu=lambda wc: gpus(SYSTEMS[wc.system].get("device", "auto"))
+        config=lambda wc: as_json(FIRST_STAGE.dense_settings(wc.system)),
+        device=lambda wc: FIRST_STAGE.device(wc.system),
+    resources: mem_mb=8000, runtime=1440, gpu=lambda wc: gpus(FIRST_STAGE.device(wc.system))
     priority: PREPARATION_PRIORITY
     shell:
         "python -m rankstudy dense-index --collection {input} --config {params.config:q} --out {output}"
@@ -59,19 +59,19 @@ rule dense_search:
     input:
         index="index/{dataset}.{system}",
         queries="data/{dataset}/queries.{split}.tsv",
-        rescored=lambda wc: PLAN.first_stage.rescored(wc.dataset, wc.system, wc.split),  # rescore: another's lists
+        rescored=lambda wc: FIRST_STAGE.rescored(wc.dataset, wc.system, wc.split),  # rescore: another's lists
     output: "runs/{dataset}/{system}.{split}.run"
     log: "logs/first_stage/{dataset}/{system}.{split}.log"
     conda: "../../environment.yml"
     benchmark: "benchmarks/first_stage/{dataset}/{system}.{split}.tsv"
     wildcard_constraints: system=system_alternatives("dense")
-    threads: FIRST_STAGE["threads"]
+    threads: FIRST_STAGE.threads
     params:
-        config=lambda wc: as_json(PLAN.first_stage.dense_settings(wc.system)),
-        device=lambda wc: SYSTEMS[wc.system].get("device", "auto"),
-        hits=lambda wc: PLAN.first_stage.hits(wc.system),
+        config=lambda wc: as_json(FIRST_STAGE.dense_settings(wc.system)),
+        device=lambda wc: FIRST_STAGE.device(wc.system),
+        hits=lambda wc: FIRST_STAGE.hits(wc.system),
         rescore=lambda wc, input: f"--rescore {input.rescored}" if input.rescored else "",
-    resources: mem_mb=8000, runtime=240, gpu=lambda wc: gpus(SYSTEMS[wc.system].get("device", "auto"))
+    resources: mem_mb=8000, runtime=240, gpu=lambda wc: gpus(FIRST_STAGE.device(wc.system))
     priority: PREPARATION_PRIORITY
     shell:
         "python -m rankstudy dense-search --index {input.index} --queries {input.queries} --config {params.config:q}"

@@ -26,21 +26,22 @@ rule choppy_study:
     log: "logs/choppy/{name}.repeat{repeat}.log"
     conda: "../../environment.yml"
     benchmark: "benchmarks/choppy/{name}.repeat{repeat}.tsv"
-    threads: NEURAL["threads"]
+    threads: PLAN.threads
     params:
         settings=as_json(CHOPPY.settings()),
-        seed=config["seed"],
+        seed=PLAN.seed,
         qids=lambda wc: CHOPPY.qid_args(wc.name),
-        out=lambda wildcards, output: os.path.dirname(output.results),
-    resources: mem_mb=2000, runtime=60, gpu=gpus(CHOPPY.section.get("device", "auto"))
+        target=lambda wildcards, output, threads:
+            f"--repeat {wildcards.repeat} --threads {threads} --out {os.path.dirname(output.results)}",
+    resources: mem_mb=2000, runtime=60, gpu=gpus(CHOPPY.device)
     shell:
         "python -m rankstudy choppy-study --run {input.run:q} --qrels {input.qrels:q} --config {params.settings:q}"
-        " --seed {params.seed} --repeat {wildcards.repeat} --threads {threads} --out {params.out} {params.qids}"
-        " 2> {log}"
+        " --seed {params.seed} {params.target} {params.qids} 2> {log}"
 
 
 # The repeats side by side: mean and sd over repeats, every (repeat, query) value
 rule choppy_pool:
+    localrule: True
     input: lambda wc: CHOPPY.repeat_files(wc.name)
     output:
         results="results/choppy/{name}/results.csv",
@@ -58,24 +59,16 @@ rule choppy_pool:
 
 
 # Fig. 2 only: Choppy over the d x heads grid on the same split (not needed by Table 1)
-rule choppy_grid:
-    input: unpack(lambda wc: CHOPPY.inputs(wc.name))
+use rule choppy_study as choppy_grid with:
     output: "results/choppy/{name}/grid.csv"
     log: "logs/choppy/{name}.grid.log"
-    conda: "../../environment.yml"
     benchmark: "benchmarks/choppy/{name}.grid.tsv"
-    threads: NEURAL["threads"]
     params:
-        settings=as_json(CHOPPY.settings()),
-        seed=config["seed"],
-        qids=lambda wc: CHOPPY.qid_args(wc.name),
-    resources: mem_mb=2000, runtime=60, gpu=gpus(CHOPPY.section.get("device", "auto"))
-    shell:
-        "python -m rankstudy choppy-study --run {input.run:q} --qrels {input.qrels:q} --config {params.settings:q}"
-        " --seed {params.seed} --threads {threads} --grid-out {output} {params.qids} 2> {log}"
+        target=lambda wildcards, output, threads: f"--threads {threads} --grid-out {output}",
 
 
 rule choppy_table1:
+    localrule: True
     input:
         expand("results/choppy/{name}/{file}", name=CHOPPY.names(),
                file=["results.csv", "per_query.csv", "settings.json"]),
@@ -96,6 +89,7 @@ rule choppy_table1:
 
 
 rule choppy_fig1:
+    localrule: True
     input: expand("results/choppy/{name}/{file}", name=CHOPPY.names(), file=["fig1.json", "per_query.csv"])
     output:
         report(multiext("results/figures/choppy_fig1", ".png", ".pdf"), caption="../report/choppy.rst",
@@ -106,13 +100,15 @@ rule choppy_fig1:
     params:
         studies=expand("results/choppy/{name}", name=CHOPPY.names()),
         names=CHOPPY.names(),
+        prefix=lambda wildcards, output: output[0].removesuffix(".png"),
     resources: mem_mb=2000, runtime=15
     shell:
         "python -m rankstudy choppy-report fig1 --studies {params.studies:q} --names {params.names:q}"
-        " --out-prefix results/figures/choppy_fig1 2> {log}"
+        " --out-prefix {params.prefix} 2> {log}"
 
 
 rule choppy_fig2:
+    localrule: True
     input: expand("results/choppy/{name}/grid.csv", name=CHOPPY.names())
     output:
         report(multiext("results/figures/choppy_fig2", ".png", ".pdf"), caption="../report/choppy.rst",
@@ -122,7 +118,8 @@ rule choppy_fig2:
     params:
         studies=expand("results/choppy/{name}", name=CHOPPY.names()),
         names=CHOPPY.names(),
+        prefix=lambda wildcards, output: output[0].removesuffix(".png"),
     resources: mem_mb=2000, runtime=15
     shell:
         "python -m rankstudy choppy-report fig2 --studies {params.studies:q} --names {params.names:q}"
-        " --out-prefix results/figures/choppy_fig2 2> {log}"
+        " --out-prefix {params.prefix} 2> {log}"

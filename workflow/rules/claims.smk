@@ -2,6 +2,7 @@
 # rankstudy.report.claims.
 
 rule claims:
+    localrule: True
     input: PLAN.claim_inputs()
     output:
         report("results/claims.csv", caption="../report/claims.rst", category="1. Claims"),

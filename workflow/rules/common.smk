@@ -19,12 +19,9 @@ validate(config, "../schemas/config.schema.yaml")
 PLAN = StudyPlan.from_config(config)
 for idle in PLAN.idle_runs():  # e.g. a run trained on a dataset that first_stage.datasets leaves out
     logger.warning(f"config: {idle}")
-DATASETS = config["datasets"]
-FIRST_STAGE = config["first_stage"]
-SYSTEMS = FIRST_STAGE["systems"]
-NEURAL = config["neural"]
+# Short names of its parts; the rules read the config through PLAN and these only.
+FIRST_STAGE = PLAN.first_stage  # systems, search settings, Anserini's threads
 RUN = PLAN.runs  # neural.runs, inheritance resolved: RUN[name].seeds, .model_dir(seed), .embeddings, .system
-EMBEDDINGS = NEURAL["embeddings"]
 TEXT = PLAN.text
 RERANK_FROM = PLAN.rerank_from  # the first-stage system the neural runs re-rank
 TK = PLAN.tk
@@ -35,8 +32,14 @@ SOCIALFORMER = PLAN.socialformer
 CHOPPY = PLAN.choppy
 # the docs/ms column's benchmark, where the config measures speed (neural.efficiency.enabled; docs/resources.md)
 EFFICIENCY_CSV = "results/efficiency.csv" if PLAN.measures_speed else []
-REPRODUCTION = {"reported": [], "comparable": True, **config["reproduction"]}  # docs/claims.md
+REPRODUCTION = PLAN.reproduction  # docs/claims.md
+FOLDS = PLAN.folds  # query folds (rankstudy.study.folds): fold datasets, their inputs, the runs trained on them
+FOLD_PATTERNS = FOLDS.patterns()
 
+
+# Seconds-long bookkeeping jobs (evaluation, depths, tables, figures, claims) say `localrule: True`: they run
+# where Snakemake runs, not as cluster jobs (each Slurm job pays for a Snakemake start-up); the profile's
+# resources apply to the rest.
 
 wildcard_constraints:
     dataset=r"[A-Za-z0-9_-]+",

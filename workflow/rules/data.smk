@@ -1,6 +1,6 @@
 # One rule per configured dataset: each writes collection.tsv and, per split, queries and qrels
 # (synthetic data also its truth.json).
-for _name, _dataset in DATASETS.items():
+for _name, _dataset in PLAN.datasets.items():
 
     rule:
         name:
@@ -10,7 +10,7 @@ for _name, _dataset in DATASETS.items():
             queries=[f"data/{_name}/queries.{split}.tsv" for split in PLAN.dataset_splits(_name)],
             qrels=[f"data/{_name}/qrels.{split}.txt" for split in PLAN.dataset_splits(_name)],
             truth=[f"data/{_name}/truth.json"] if _dataset["source"] == "synthetic" else [],
-            candidates=PLAN.first_stage.official_run(_name),  # a local folder's given candidate run
+            candidates=FIRST_STAGE.official_run(_name),  # a local folder's given candidate run
         log:
             f"logs/data/{_name}.log",
         conda:
@@ -20,7 +20,7 @@ for _name, _dataset in DATASETS.items():
         params:
             name=_name,
             section=as_json(_dataset),
-            seed=config["seed"],
+            seed=PLAN.seed,
             out=lambda wildcards, output: os.path.dirname(output.collection),
         resources:
             mem_mb=8000,

@@ -1,4 +1,5 @@
 rule evaluate:
+    localrule: True
     input: run="runs/{dataset}/{system}.{split}.run", qrels="data/{dataset}/qrels.{split}.txt"
     output: "results/metrics/{dataset}/{system}.{split}.csv"
     log: "logs/evaluate/{dataset}/{system}.{split}.log"
@@ -6,7 +7,7 @@ rule evaluate:
     benchmark: "benchmarks/evaluate/{dataset}/{system}.{split}.tsv"
     wildcard_constraints: system=r"[A-Za-z0-9_.-]+"
     params:
-        measures=config["evaluation"]["measures"],
+        measures=PLAN.measures,
         threshold=lambda wc: PLAN.rel_threshold(wc.dataset, wc.split),
     resources: mem_mb=2000, runtime=30
     shell:

@@ -5,11 +5,12 @@
 
 
 rule check_expected:
+    localrule: True
     input: PLAN.headline_tables()
     output: "results/check_expected.txt"
     log: "logs/report/check_expected.log"
     conda: "../../environment.yml"
-    params: expected=config["expected"]
+    params: expected=PLAN.expected
     resources: mem_mb=1000, runtime=15
     shell:
         "python -m rankstudy check-expected --expected {params.expected:q} --tables {input:q} --missing-ok"

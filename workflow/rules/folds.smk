@@ -1,8 +1,6 @@
 # Query folds (datasets.<name>.folds; docs/trec-dl.md): a dataset's judged queries dealt into k fold datasets
 # NAME-fold<i> by one job; their candidates are NAME's lists of their queries; a run that trains on NAME trains
 # and re-ranks each fold with rules train and rerank, and NAME's run is the union of the held-out folds' runs.
-FOLDS = PLAN.folds  # rankstudy.study.folds
-FOLD_PATTERNS = FOLDS.patterns()
 
 for _parent in FOLDS.parents:
 
@@ -17,6 +15,7 @@ for _parent in FOLDS.parents:
             f"logs/data/{_parent}.folds.log",
         conda:
             "../../environment.yml"
+        localrule: True
         params:
             k=FOLDS.settings(_parent)["k"],
             seed=FOLDS.settings(_parent)["seed"],
@@ -38,7 +37,7 @@ rule fold_candidates:
     conda: "../../environment.yml"
     localrule: True
     wildcard_constraints: dataset=FOLD_PATTERNS["fold"], system=FOLD_PATTERNS["system"]
-    params: hits=lambda wc: PLAN.first_stage.hits(wc.system)
+    params: hits=lambda wc: FIRST_STAGE.hits(wc.system)
     resources: mem_mb=1000, runtime=15
     priority: PREPARATION_PRIORITY
     shell:

@@ -4,10 +4,10 @@ rule index:
     log: "logs/index/{dataset}.log"
     conda: "../../environment.yml"
     benchmark: "benchmarks/index/{dataset}.tsv"
-    threads: FIRST_STAGE["threads"]
+    threads: FIRST_STAGE.threads
     params:
-        stats=lambda wc: as_json(DATASETS[wc.dataset].get("index_stats", {})),
-        tolerance=FIRST_STAGE["terms_tolerance"],
+        stats=lambda wc: as_json(FIRST_STAGE.index_stats(wc.dataset)),
+        tolerance=FIRST_STAGE.terms_tolerance,
         timing="benchmarks/anserini/index.{dataset}.json",
     resources: mem_mb=8000, runtime=600
     priority: PREPARATION_PRIORITY

@@ -7,7 +7,7 @@ rule vocabulary:
     log: "logs/text/{emb}/vocab.log"
     conda: "../../environment.yml"
     benchmark: "benchmarks/text/{emb}/vocab.tsv"
-    params: min_count=lambda wc: EMBEDDINGS[wc.emb].get("vocab_min_count", 5)
+    params: min_count=lambda wc: TEXT.min_count(wc.emb)
     resources: mem_mb=4000, runtime=60
     priority: PREPARATION_PRIORITY
     shell:
@@ -54,7 +54,7 @@ rule embeddings:
     params:
         settings=lambda wc: as_json(TEXT.vectors_settings(wc.emb)),
         inputs=lambda wc, input: f"--store {input.store} --vocab {input.vocab}" if input.vocab else "",
-        seed=config["seed"],
+        seed=PLAN.seed,
     resources: mem_mb=4000, runtime=120
     shell:
         "python -m rankstudy embeddings {params.inputs} --config {params.settings:q} --seed {params.seed}"
@@ -68,10 +68,10 @@ rule pretrain_encoder:
     conda: "../../environment.yml"
     benchmark: "benchmarks/text/encoder.{name}.tsv"
     priority: CHAIN_PRIORITY
-    threads: NEURAL["threads"]
+    threads: PLAN.threads
     params:
         settings=lambda wc: as_json(TEXT.encoder_settings(wc.name)),
-        seed=config["seed"],
+        seed=PLAN.seed,
     resources: mem_mb=4000, runtime=60
     shell:
         "python -m rankstudy pretrain-encoder --collection {input.collection} --vocab {input.vocab}"
@@ -85,11 +85,11 @@ rule examples:
     log: "logs/train/{dataset}/examples.{kind}.log"
     conda: "../../environment.yml"
     params:
-        per_query=NEURAL["examples"]["per_query"],
-        depth=NEURAL["examples"]["negatives_depth"],
+        per_query=PLAN.examples["per_query"],
+        depth=PLAN.examples["negatives_depth"],
         threshold=lambda wc: PLAN.train_min_grade(wc.dataset),
-        negatives=NEURAL["examples"]["group_negatives"],
-        seed=config["seed"],
+        negatives=PLAN.examples["group_negatives"],
+        seed=PLAN.seed,
     wildcard_constraints: kind="triples|groups"
     resources: mem_mb=2000, runtime=30
     priority: PREPARATION_PRIORITY
@@ -106,13 +106,13 @@ rule train:
     conda: "../../environment.yml"
     benchmark: "benchmarks/train/{dataset}/{model}.{run}.s{seed}.tsv"
     priority: lambda wc: chain_priority(wc.run)
-    threads: NEURAL["threads"]
+    threads: PLAN.threads
     params:
-        name=lambda wc: NEURAL["models"][wc.model]["model"],
+        name=lambda wc: PLAN.models[wc.model]["model"],
         model=lambda wc: as_json(PLAN.model_settings(wc.run, wc.seed)),
         training=lambda wc: as_json(PLAN.training_settings(wc.run)),
         out=lambda wildcards, output: os.path.dirname(output.model),
-    resources: mem_mb=8000, runtime=240, gpu=gpus(NEURAL["device"])
+    resources: mem_mb=8000, runtime=240, gpu=gpus(PLAN.device)
     shell:
         "python -m rankstudy train --model {params.name} --model-config {params.model:q}"
         " --train-config {params.training:q} --embeddings {input.embeddings} --examples {input.examples}"
@@ -141,22 +141,24 @@ rule rerank:
     log: "logs/rerank/{dataset}/{model}.{run}.s{seed}.{split}.log"
     conda: "../../environment.yml"
     benchmark: "benchmarks/rerank/{dataset}/{model}.{run}.s{seed}.{split}.tsv"
-    threads: NEURAL["threads"]
+    threads: PLAN.threads
     params:
         tag=lambda wc: f"{wc.model}.{wc.run}.s{wc.seed}",
         depth=lambda wc: PLAN.rerank_depth(wc.run),
-        batch=NEURAL["rerank"]["batch_size"],
-        device=NEURAL["device"],
+        batch=PLAN.rerank["batch_size"],
+        device=PLAN.device,
+        precision=PLAN.precision,
         model_dir=lambda wildcards, input: os.path.dirname(input.model),
-    resources: mem_mb=4000, runtime=120, gpu=gpus(NEURAL["device"])
+    resources: mem_mb=4000, runtime=120, gpu=gpus(PLAN.device)
     shell:
         "python -m rankstudy rerank --model-dir {params.model_dir} --embeddings {input.embeddings}"
         " --queries {input.queries} --documents {input.documents} --candidates {input.candidates} --out {output}"
         " --tag {params.tag} --depth {params.depth} --batch-size {params.batch} --device {params.device}"
-        " --threads {threads} 2> {log}"
+        " --precision {params.precision} --threads {threads} 2> {log}"
 
 
 rule tune_depth:
+    localrule: True
     input:
         first_stage=f"runs/{{dataset}}/{RERANK_FROM}.dev.run",
         neural="runs/{dataset}/{system}.dev.run",
@@ -169,7 +171,7 @@ rule tune_depth:
     params:
         measure=lambda wc: RUN[system_run(wc.system)].training["metric"],
         threshold=lambda wc: PLAN.rel_threshold(wc.dataset, "dev"),
-        depths=lambda wc: RUN[system_run(wc.system)].tuning_depths(NEURAL["rerank"]["depths"]),
+        depths=lambda wc: PLAN.tuning_depths(system_run(wc.system)),
     resources: mem_mb=1000, runtime=15
     shell:
         "python -m rankstudy tune-depth --first-stage {input.first_stage} --neural {input.neural} --qrels {input.qrels}"
@@ -178,6 +180,7 @@ rule tune_depth:
 
 
 rule full_task:
+    localrule: True
     input:
         first_stage=f"runs/{{dataset}}/{RERANK_FROM}.{{split}}.run",
         neural="runs/{dataset}/{system}.{split}.run",
@@ -213,6 +216,7 @@ rule select_seed:
 
 
 rule ensemble:
+    localrule: True
     input:
         lambda wc: [f"runs/{wc.dataset}/{wc.model}.{RUN[wc.run].spec['ensemble']}.s{seed}.{wc.split}.run"
                     for seed in RUN[wc.run].seeds],

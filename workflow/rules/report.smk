@@ -2,7 +2,8 @@
 # TK and TKL tables).
 
 rule first_stage_table:
-    input: PLAN.first_stage.metrics()
+    localrule: True
+    input: FIRST_STAGE.metrics()
     output:
         report(
             "results/tables/first_stage.csv",
@@ -15,7 +16,7 @@ rule first_stage_table:
     conda: "../../environment.yml"
     benchmark: "benchmarks/report/first_stage_table.tsv"
     params:
-        measures=config["evaluation"]["measures"],
+        measures=PLAN.measures,
         prefix=lambda wildcards, output: output[0].removesuffix(".csv"),
     resources: mem_mb=1000, runtime=15
     shell:
@@ -44,10 +45,10 @@ rule efficiency:
     log: "logs/report/efficiency.log"
     conda: "../../environment.yml"
     benchmark: "benchmarks/report/efficiency.tsv"
-    threads: NEURAL["efficiency"]["setup"].get("threads", 2)
+    threads: PLAN.efficiency["setup"]["threads"]
     params:
-        models=as_json(NEURAL["efficiency"]["models"]),
-        setup=as_json(NEURAL["efficiency"]["setup"]),
-    resources: mem_mb=4000, runtime=60, gpu=gpus(NEURAL["device"])
+        models=as_json(PLAN.efficiency["models"]),
+        setup=as_json(PLAN.efficiency["setup"]),
+    resources: mem_mb=4000, runtime=60, gpu=gpus(PLAN.device)
     shell:
         "python -m rankstudy efficiency --models {params.models:q} --setup {params.setup:q} --out {output} 2> {log}"

@@ -5,6 +5,7 @@
 
 
 rule reproduction:
+    localrule: True
     input:
         reported=REPRODUCTION["reported"],
         tables=PLAN.headline_tables() if REPRODUCTION["comparable"] else [],

@@ -1,6 +1,7 @@
 # The Socialformer paper's tables and figures (docs/socialformer.md); its runs are neural.runs entries.
 
 rule socialformer_table:
+    localrule: True
     input: metrics=lambda wc: SOCIALFORMER.table_metrics(wc.table)
     output:
         report("results/tables/socialformer_{table}.csv", caption="../report/socialformer_tables.rst",
@@ -58,6 +59,7 @@ rule socialformer_fig5:
 
 
 rule socialformer_fig6:
+    localrule: True
     input:
         metrics=lambda wc: SOCIALFORMER.fig6_metrics(),
         qrels=lambda wc: f"data/{SOCIALFORMER.dataset}/qrels.{SOCIALFORMER.section['fig6']['split']}.txt",

@@ -1,6 +1,7 @@
 # The TK paper's tables and interpretability view (docs/neural.md); its runs are neural.runs entries.
 
 rule tk_table2:
+    localrule: True
     input:
         metrics=TK.table2_metrics(),
         efficiency=EFFICIENCY_CSV,
@@ -12,8 +13,8 @@ rule tk_table2:
     conda: "../../environment.yml"
     params:
         rows=as_json(TK.table2_rows()),
-        depth=NEURAL["rerank"]["depth"],
-        scaled=NEURAL["caption_note"],
+        depth=PLAN.rerank["depth"],
+        scaled=PLAN.caption_note,
         data=PLAN.data_description(row["dataset"] for row in TK.table2_rows()),
         efficiency=efficiency_arg,
         prefix=lambda wildcards, output: output[0].removesuffix(".csv"),
@@ -25,6 +26,7 @@ rule tk_table2:
 
 
 rule tk_table3_4:
+    localrule: True
     input:
         metrics=lambda wc: [f"results/metrics/{table['dataset']}/{table['system']}.test.csv" for table in QUERY_TABLES],
         queries=lambda wc: [f"data/{table['dataset']}/queries.test.tsv" for table in QUERY_TABLES],

@@ -1,6 +1,7 @@
 # The TKL paper's tables and figures (docs/tkl.md); its runs are neural.runs entries.
 
 rule tkl_table:
+    localrule: True
     input:
         metrics=lambda wc: TKL.table_metrics(wc.table),
         efficiency=EFFICIENCY_CSV,
@@ -21,6 +22,7 @@ rule tkl_table:
 
 
 rule tkl_evidence:
+    localrule: True
     input:
         runs=lambda wc: list(TKL.test_runs().values()),
         qrels=lambda wc: f"data/{TKL.dataset}/qrels.test.txt",
@@ -40,6 +42,7 @@ rule tkl_evidence:
 
 
 rule tkl_fig1:
+    localrule: True
     input:
         runs=lambda wc: list(TKL.test_runs().values()),
         qrels=lambda wc: f"data/{TKL.dataset}/qrels.test.txt",
@@ -59,6 +62,7 @@ rule tkl_fig1:
 
 
 rule tkl_fig2:
+    localrule: True
     input: metrics=lambda wc: TKL.fig2_metrics()
     output:
         report("results/figures/tkl_fig2.png", caption="../report/tkl_figures.rst", category="4. TKL"),
@@ -81,12 +85,12 @@ rule tkl_regions:
     output: "results/tkl/regions.csv"
     log: "logs/report/tkl_regions.log"
     conda: "../../environment.yml"
-    threads: NEURAL["threads"]
+    threads: PLAN.threads
     params:
         depth=TKL.section["region_depth"],
-        device=NEURAL["device"],
+        device=PLAN.device,
         model_dir=lambda wildcards, input: os.path.dirname(input.model),
-    resources: gpu=gpus(NEURAL["device"])
+    resources: gpu=gpus(PLAN.device)
     shell:
         "python -m rankstudy regions --model-dir {params.model_dir} --embeddings {input.embeddings}"
         " --queries {input.queries} --documents {input.documents} --run {input.run} --out {output}"
@@ -94,6 +98,7 @@ rule tkl_regions:
 
 
 rule tkl_fig3:
+    localrule: True
     input: "results/tkl/regions.csv"
     output:
         report("results/figures/tkl_fig3.png", caption="../report/tkl_figures.rst", category="4. TKL"),

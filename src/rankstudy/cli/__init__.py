@@ -1,8 +1,9 @@
-"""``python -m rankstudy <command>``: one subcommand per workflow rule.
+"""``python -m rankstudy <command>``: the commands the workflow's rules call.
 
 The commands live in one module per part of the study: ``first_stage``, ``neural`` and ``study`` here,
-each paper's in its package (``rankstudy.papers.PAPER.cli``): each handler is followed by the function that declares its
-arguments, registered with ``@subcommand`` under the command's name. Handlers only parse arguments and
+each paper's in its package (``rankstudy.papers.PAPER.cli``; docs/architecture.md's command table): each handler is
+followed by the function that declares its arguments, registered with ``@subcommand`` (``rankstudy.subcommands``)
+under the command's name. Handlers only parse arguments and
 call into the package; heavy imports happen inside the handlers so that ``--help`` and light commands
 start fast. A ``StudyError`` (bad file, bad config) is printed as one clear line and exits with status 2,
 without a traceback.
@@ -16,12 +17,12 @@ import sys
 
 # importing a command module registers its commands; --help lists them in this order
 from rankstudy.cli import first_stage, neural, study
-from rankstudy.cli.registry import SUBCOMMANDS
 from rankstudy.errors import StudyError
 from rankstudy.papers.choppy import cli as choppy
 from rankstudy.papers.socialformer import cli as socialformer
 from rankstudy.papers.tk import cli as tk
 from rankstudy.papers.tkl import cli as tkl
+from rankstudy.subcommands import SUBCOMMANDS
 
 COMMAND_MODULES = (first_stage, neural, tk, tkl, socialformer, choppy, study)
 

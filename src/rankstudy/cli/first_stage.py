@@ -6,7 +6,7 @@ import argparse
 import json
 from pathlib import Path
 
-from rankstudy.cli.registry import subcommand
+from rankstudy.subcommands import subcommand
 
 
 def _dataset(args: argparse.Namespace) -> None:

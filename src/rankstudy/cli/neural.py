@@ -7,8 +7,8 @@ import json
 import logging
 from pathlib import Path
 
-from rankstudy.cli.registry import scoring_arguments, subcommand
 from rankstudy.errors import StudyError
+from rankstudy.subcommands import scoring_arguments, subcommand
 
 log = logging.getLogger("rankstudy")
 
@@ -232,7 +232,8 @@ def _train(args: argparse.Namespace) -> None:
 
 @subcommand("train", "train a neural ranker (resumes from checkpoint.pt)")
 def _train_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--model", required=True, help="model name (tk, knrm, conv_knrm)")
+    p.add_argument("--model", required=True,
+                   help="the model's class: a name of rankstudy.models.MODELS (docs/neural.md), e.g. tk")
     p.add_argument("--model-config", required=True, help="the model's settings as JSON")
     p.add_argument("--train-config", required=True, help="training settings as JSON (TrainConfig)")
     p.add_argument("--embeddings", required=True)
@@ -267,7 +268,7 @@ def _pretrain_encoder(args: argparse.Namespace) -> None:
     import torch
 
     from rankstudy.config import from_dict
-    from rankstudy.nn.study_encoder import StudyEncoderConfig, build_study_encoder
+    from rankstudy.text.study_encoder import StudyEncoderConfig, build_study_encoder
 
     torch.set_num_threads(max(1, args.threads))
     config = from_dict(StudyEncoderConfig, json.loads(args.config), "encoder")
@@ -281,7 +282,7 @@ def _pretrain_encoder_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--collection", required=True, help="collection TSV (masked-LM text; WordPiece training)")
     p.add_argument("--vocab", required=True, help="vocabulary directory of the word vectors")
     p.add_argument("--embeddings", required=True, help="word vectors (embeddings.npy) aligned with the vocabulary")
-    p.add_argument("--config", required=True, help="JSON of rankstudy.nn.study_encoder.StudyEncoderConfig")
+    p.add_argument("--config", required=True, help="JSON of rankstudy.text.study_encoder.StudyEncoderConfig")
     p.add_argument("--seed", type=int, required=True)
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--out", required=True, help="encoder directory to write")
@@ -292,7 +293,8 @@ def _rerank(args: argparse.Namespace) -> None:
     from rankstudy.experiment import rerank_run
 
     rerank_run(Path(args.model_dir), Path(args.embeddings), Path(args.queries), Path(args.documents),
-               Path(args.candidates), Path(args.out), args.tag, args.depth, args.batch_size, args.device, args.threads)
+               Path(args.candidates), Path(args.out), args.tag, args.depth, args.batch_size, args.device, args.threads,
+               args.precision)
 
 
 @subcommand("rerank", "score first-stage candidates with a trained model")
@@ -302,6 +304,9 @@ def _rerank_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", required=True)
     p.add_argument("--tag", required=True)
     p.add_argument("--depth", type=int, required=True, help="candidates scored per query")
+    # rankstudy.precision.PRECISIONS, spelled out: importing it would load torch for every command's --help
+    p.add_argument("--precision", choices=("fp32", "bf16", "tf32"), default="fp32",
+                   help="fp32, bf16 (autocast; kernels and scores in fp32) or tf32 (CUDA only): rankstudy.precision")
     p.set_defaults(handler=_rerank)
 
 
@@ -315,6 +320,7 @@ def _efficiency(args: argparse.Namespace) -> None:
 def _efficiency_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--models", required=True, help='JSON {name: {"model": class, ...settings}}')
     p.add_argument("--setup", required=True,
-                   help='JSON {"batch", "doc_length", "query_length", "dim", "vocab", "repeats", "threads", "train_batch"}')
+                   help='JSON {"batch", "doc_length", "query_length", "dim", "vocab", "repeats", "threads", '
+                        '"train_batch", "precision" (optional, default fp32)}')
     p.add_argument("--out", required=True, help="CSV")
     p.set_defaults(handler=_efficiency)

@@ -7,8 +7,8 @@ import json
 import logging
 from pathlib import Path
 
-from rankstudy.cli.registry import subcommand
 from rankstudy.errors import StudyError
+from rankstudy.subcommands import subcommand
 
 log = logging.getLogger("rankstudy")
 

@@ -27,7 +27,7 @@ Deliberate choices:
   unless the encoder directory carries a fine-tuned head (an exported warm start,
   ``nn.pretrained.score_head``), which it then starts from.
 * ``train_embeddings: false`` keeps the encoder's word embeddings as loaded (the study encoder's
-  word2vec rows, ``nn.study_encoder``); they are then left out of the optimiser.
+  word2vec rows, ``text.study_encoder``); they are then left out of the optimiser.
 * ``PARAM_GROUPS`` puts the encoder in optimiser group ``encoder`` (fine-tuning learning rate,
   3e-6 … 3e-5) and the head in ``default`` (e.g. 1e-3).
 * The constructor takes (and ignores) ``embeddings``: the study builds every model as
@@ -44,6 +44,7 @@ from torch import nn
 from rankstudy.config import ConfigError
 from rankstudy.models.base import EncoderRanker
 from rankstudy.nn.pretrained import attention_dropout_override, check_encoder_options, drop_pooler, score_head
+from rankstudy.precision import in_fp32
 
 
 @dataclass
@@ -84,4 +85,4 @@ class BertCat(EncoderRanker):
 
     def forward(self, query: torch.Tensor, document: torch.Tensor) -> torch.Tensor:
         hidden = self.encoder(**self.inputs(query, document)).last_hidden_state[:, 0]
-        return self.score(self.dropout(hidden)).squeeze(1)
+        return in_fp32(self.score)(self.dropout(hidden)).squeeze(1)

@@ -54,11 +54,12 @@ Deliberate choices:
 
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 from torch import nn
+
+from rankstudy.config import check_ints, is_number
 
 
 @dataclass
@@ -70,7 +71,8 @@ class ChoppyConfig:
     ff_layers: int = 2  # 1: the paper's single ReLU layer; 2: PyTorch's two-layer feed-forward
     dropout: float = 0.1  # on the residual branches and inside the feed-forward layer
     attention_dropout: float = 0.0  # on the attention weights (see the module docstring)
-    max_length: int = 300  # longest list (N) the positional embedding covers
+    # longest list (N) the positional embedding covers: the study's choppy.n (truncation.experiment), no default here
+    max_length: int = field(kw_only=True)
     lr: float = 1e-3
     batch_size: int = 64
     epochs: int = 100
@@ -83,10 +85,7 @@ class ChoppyConfig:
     raml_temperature: float = 0.95  # τ of "raml" (AttnCut's value)
 
     def __post_init__(self) -> None:
-        for name in ("d_model", "heads", "layers", "ff_dim", "max_length", "batch_size", "epochs", "patience"):
-            value = getattr(self, name)
-            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-                raise ValueError(f"{name} must be a positive integer, got {value!r}")
+        check_ints(self, "d_model", "heads", "layers", "ff_dim", "max_length", "batch_size", "epochs", "patience")
         if self.ff_layers not in (1, 2):
             raise ValueError(f"ff_layers must be 1 (the paper's single ReLU layer) or 2, got {self.ff_layers!r}")
         if self.d_model < 2:
@@ -95,26 +94,23 @@ class ChoppyConfig:
             raise ValueError(f"d_model ({self.d_model}) must be divisible by heads ({self.heads})")
         for name in ("dropout", "attention_dropout"):
             value = getattr(self, name)
-            if not _number(value) or not 0 <= value < 1:
+            if not is_number(value) or not 0 <= value < 1:
                 raise ValueError(f"{name} must be in [0, 1), got {value!r}")
-        if not _number(self.lr) or self.lr <= 0:
+        if not is_number(self.lr) or self.lr <= 0:
             raise ValueError(f"lr must be a positive number, got {self.lr!r}")
         if self.score_scaling not in SCORE_SCALINGS:
             raise ValueError(f"score_scaling must be one of {SCORE_SCALINGS}, got {self.score_scaling!r}")
-        if not _number(self.position_init_std) or self.position_init_std <= 0:
+        if not is_number(self.position_init_std) or self.position_init_std <= 0:
             raise ValueError(f"position_init_std must be a positive number, got {self.position_init_std!r}")
         if self.loss not in LOSSES:
             raise ValueError(f"loss must be one of {LOSSES}, got {self.loss!r}")
-        if not _number(self.raml_temperature) or self.raml_temperature <= 0:
+        if not is_number(self.raml_temperature) or self.raml_temperature <= 0:
             raise ValueError(f"raml_temperature must be a positive number, got {self.raml_temperature!r}")
 
 
 SCORE_SCALINGS = ("raw", "train", "list")
 LOSSES = ("expected_metric", "raml")
 
-
-def _number(value) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
 def length_mask(lengths: torch.Tensor, width: int) -> torch.Tensor:

@@ -3,10 +3,10 @@
 Equations of the paper and where they are implemented:
 
     g_i^h = ReLU(W^h · t_{i:i+h} + b^h),  h = 1..H          ``_ngrams`` (Conv1d per n-gram size)
-    M^{hq,hd}_ij = cos(g_i^{hq}, g_j^{hd})                  all H² cross-matches, ``forward`` (each
+    M^{hq,hd}_ij = cos(g_i^{hq}, g_j^{hd})                  all H² cross-matches, ``_match`` (each
                                                             g^h normalised once, ``_ngrams``)
     φ(M^{hq,hd}) = Σ_i log K(M^{hq,hd}_i)                    ``nn.kernels.KernelPooling``
-    f(q, d) = tanh(wᵀ [φ(M^{1,1}); …; φ(M^{H,H})] + b)       ``forward`` (bias-free, no tanh)
+    f(q, d) = tanh(wᵀ [φ(M^{1,1}); …; φ(M^{H,H})] + b)       ``_match`` (bias-free, no tanh)
 
 As in the matchmaker re-implementation (the TK paper's baseline): sequences are right-padded by
 h − 1 zeros so every position has an h-gram; an n-gram is masked like the token it starts at;
@@ -30,6 +30,7 @@ from rankstudy.models.base import Ranker
 from rankstudy.nn.embedding import pretrained_embedding
 from rankstudy.nn.kernels import (KernelModelConfig, KernelPooling, log_soft_tf, match_mask, token_masks,
                                   unit_vectors)
+from rankstudy.precision import in_fp32
 
 
 @dataclass
@@ -62,17 +63,23 @@ class ConvKNRM(Ranker):
 
     def _ngrams(self, ids: torch.Tensor) -> list[torch.Tensor]:
         """Unit-length n-gram vectors g^h / |g^h| [B, L, filters], h = 1..H: each computed once and
-        matched against every n-gram size of the other side."""
+        matched against every n-gram size of the other side. Under bf16 autocast the convolutions run in bf16
+        and the normalisation in fp32 (equal n-grams must keep cos = 1 for the exact-match kernel, σ = 0.001)."""
         embedded = self.embedding(ids).transpose(1, 2)  # [B, D, L] for Conv1d
-        return [unit_vectors(conv(embedded).transpose(1, 2)) for conv in self.convolutions]
+        return [in_fp32(unit_vectors)(conv(embedded).transpose(1, 2)) for conv in self.convolutions]
 
     def forward(self, query: torch.Tensor, document: torch.Tensor) -> torch.Tensor:
         _, q_match = token_masks(query)
         _, d_match = token_masks(document)
         matches = match_mask(q_match, d_match)
         document_ngrams = [d.transpose(1, 2) for d in self._ngrams(document)]
+        return self._match(self._ngrams(query), document_ngrams, matches, q_match)
+
+    @in_fp32  # the cosines, kernels and score in fp32 under bf16 autocast (rankstudy.precision)
+    def _match(self, query_ngrams: list[torch.Tensor], document_ngrams: list[torch.Tensor], matches: torch.Tensor,
+               q_match: torch.Tensor) -> torch.Tensor:
         features = []
-        for q in self._ngrams(query):
+        for q in query_ngrams:
             for d in document_ngrams:
                 soft_tf = self.kernels(torch.bmm(q, d), matches)  # M^{hq,hd}: cosines of unit vectors
                 features.append(log_soft_tf(soft_tf, q_match) * self.config.log_scale)

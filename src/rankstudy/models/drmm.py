@@ -47,13 +47,13 @@ The paper's setting is the default: ``bins`` = 30, LogCount histograms (``histog
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 
 import numpy as np
 import torch
 from torch import nn
 
+from rankstudy.config import check_int_list, check_ints, is_number
 from rankstudy.models.base import Ranker
 from rankstudy.nn.embedding import pretrained_embedding
 from rankstudy.nn.kernels import cosine_matrix, match_mask, token_masks
@@ -72,20 +72,16 @@ class DRMMConfig:
     train_embeddings: bool = False  # no gradient reaches them through the histograms (only tv gating)
 
     def __post_init__(self) -> None:
-        if not isinstance(self.bins, int) or isinstance(self.bins, bool) or self.bins < 2:
-            raise ValueError(f"bins must be an integer >= 2 (one bin for exact matches), got {self.bins!r}")
+        check_ints(self, "bins", minimum=2)  # one bin for exact matches
         if self.histogram not in HISTOGRAMS:
             raise ValueError(f"histogram must be one of {', '.join(HISTOGRAMS)}, not {self.histogram!r}")
         if self.gating not in GATINGS:
             raise ValueError(f"gating must be one of {', '.join(GATINGS)}, not {self.gating!r}")
         sizes = self.hidden_sizes
-        if (not isinstance(sizes, (list, tuple)) or not sizes
-                or not all(isinstance(n, int) and not isinstance(n, bool) and n > 0 for n in sizes)):
-            raise ValueError(f"hidden_sizes must be a non-empty list of positive integers, got {sizes!r}")
+        check_int_list("hidden_sizes", sizes)
         if sizes[-1] != 1:
             raise ValueError(f"the last of hidden_sizes must be 1 (z_i^(L) is a scalar), got {sizes!r}")
-        if not isinstance(self.gate_init, (int, float)) or isinstance(self.gate_init, bool) \
-                or not math.isfinite(self.gate_init):
+        if not is_number(self.gate_init):
             raise ValueError(f"gate_init must be a finite number, got {self.gate_init!r}")
 
 

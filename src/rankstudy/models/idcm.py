@@ -54,6 +54,7 @@ from torch.nn import functional as F
 from rankstudy.models.passage_bert import PassageConfig, PassageRanker
 from rankstudy.nn.kernels import KernelPooling, cosine_matrix, default_mus
 from rankstudy.nn.pretrained import PAD_ID
+from rankstudy.precision import in_fp32
 
 
 @dataclass
@@ -135,7 +136,7 @@ class PassageSelector(nn.Module):
                                    self.contextualize(passage_embedded, passage_real))
         soft_tf = self.kernels(similarity, query_real.unsqueeze(2) * passage_real.unsqueeze(1))
         features = (torch.log(torch.clamp(soft_tf * self.kernel_scale, min=1e-4)) * query_real.unsqueeze(-1)).sum(1)
-        return self.bins(features).squeeze(-1)
+        return in_fp32(self.bins)(features).squeeze(-1)
 
 
 class IDCM(PassageRanker):
@@ -164,7 +165,7 @@ class IDCM(PassageRanker):
         selected = top_k_mask(z, real, config.selected_passages)
         scored = real if self.training and not config.select_when_training else selected
         hidden = self.encode_passages(query, passages, scored)
-        r = self.score(self.dropout(hidden)).squeeze(-1).masked_fill(~scored, float("-inf"))
+        r = in_fp32(self.score)(self.dropout(hidden)).squeeze(-1).masked_fill(~scored, float("-inf"))
         k = min(config.selected_passages, r.shape[1])
         best = r.topk(k, dim=1).values
         best = best.masked_fill(best == float("-inf"), 0.0)  # fewer than k passages: the rest count 0

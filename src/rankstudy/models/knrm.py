@@ -26,6 +26,7 @@ from rankstudy.models.base import Ranker
 from rankstudy.nn.embedding import pretrained_embedding
 from rankstudy.nn.kernels import (KernelModelConfig, KernelPooling, cosine_matrix, log_soft_tf, match_mask,
                                   token_masks)
+from rankstudy.precision import in_fp32
 
 
 @dataclass
@@ -45,6 +46,9 @@ class KNRM(Ranker):
         self.dense = nn.Linear(self.kernels.count, 1, bias=False)
         nn.init.uniform_(self.dense.weight, -config.dense_init, config.dense_init)
 
+    # fp32 under bf16 autocast: its one matrix product is the cosines, which the exact-match kernel (σ = 0.001)
+    # needs exact (rankstudy.precision)
+    @in_fp32
     def forward(self, query: torch.Tensor, document: torch.Tensor) -> torch.Tensor:
         _, q_match = token_masks(query)
         _, d_match = token_masks(document)

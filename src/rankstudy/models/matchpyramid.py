@@ -40,21 +40,10 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
+from rankstudy.config import check_int_list
 from rankstudy.models.base import Ranker
 from rankstudy.nn.embedding import pretrained_embedding
 from rankstudy.nn.kernels import cosine_matrix, match_mask, token_masks
-
-
-def check_positive(name: str, values: Sequence[int], pairs: bool = False) -> None:
-    """ValueError unless ``values`` is a non-empty list of positive ints (or of [h, w] pairs)."""
-    if not isinstance(values, (list, tuple)) or not values:
-        raise ValueError(f"{name} must be a non-empty list, got {values!r}")
-    for value in values:
-        items = value if pairs else [value]
-        if pairs and (not isinstance(value, (list, tuple)) or len(value) != 2):
-            raise ValueError(f"{name} entries must be [height, width] pairs, got {value!r}")
-        if not all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in items):
-            raise ValueError(f"{name} entries must be positive integers, got {value!r}")
 
 
 def dense_scorer(in_features: int, dims: Sequence[int]) -> nn.Sequential:
@@ -78,10 +67,10 @@ class MatchPyramidConfig:
     train_embeddings: bool = True
 
     def __post_init__(self) -> None:
-        check_positive("conv_output_size", self.conv_output_size)
-        check_positive("conv_kernel_size", self.conv_kernel_size, pairs=True)
-        check_positive("adaptive_pooling_size", self.adaptive_pooling_size, pairs=True)
-        check_positive("dense_dims", self.dense_dims)
+        check_int_list("conv_output_size", self.conv_output_size)
+        check_int_list("conv_kernel_size", self.conv_kernel_size, pairs=True)
+        check_int_list("adaptive_pooling_size", self.adaptive_pooling_size, pairs=True)
+        check_int_list("dense_dims", self.dense_dims)
         if not len(self.conv_output_size) == len(self.conv_kernel_size) == len(self.adaptive_pooling_size):
             raise ValueError("conv_output_size, conv_kernel_size and adaptive_pooling_size need the same length "
                              f"(got {len(self.conv_output_size)}, {len(self.conv_kernel_size)}, "

@@ -61,8 +61,9 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
+from rankstudy.config import check_int_list, check_ints
 from rankstudy.models.base import Ranker
-from rankstudy.models.matchpyramid import check_positive, dense_scorer
+from rankstudy.models.matchpyramid import dense_scorer
 from rankstudy.nn.embedding import pretrained_embedding
 from rankstudy.nn.kernels import cosine_matrix, match_mask, token_masks
 
@@ -80,11 +81,8 @@ class PACRRConfig:
     train_embeddings: bool = True
 
     def __post_init__(self) -> None:
-        for name in ("max_query_length", "max_doc_length", "max_ngram", "filters", "kmax"):
-            value = getattr(self, name)
-            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-                raise ValueError(f"{name} must be a positive integer, got {value!r}")
-        check_positive("dense_dims", self.dense_dims)
+        check_ints(self, "max_query_length", "max_doc_length", "max_ngram", "filters", "kmax")
+        check_int_list("dense_dims", self.dense_dims)
         if self.kmax > self.max_doc_length:
             raise ValueError(f"kmax ({self.kmax}) exceeds max_doc_length ({self.max_doc_length})")
 
@@ -101,8 +99,7 @@ class CoPACRRConfig(PACRRConfig):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        if not isinstance(self.context_window, int) or self.context_window < 1:
-            raise ValueError(f"context_window must be a positive integer, got {self.context_window!r}")
+        check_ints(self, "context_window")
         if not isinstance(self.cascade, (list, tuple)) or not self.cascade:
             raise ValueError(f"cascade must be a non-empty list of fractions in (0, 1], got {self.cascade!r}")
         for fraction in self.cascade:

@@ -57,6 +57,7 @@ from torch import nn
 from rankstudy.config import ConfigError
 from rankstudy.models.base import EncoderRanker
 from rankstudy.nn.pretrained import PAD_ID, attention_dropout_override, check_encoder_options, drop_pooler, score_head
+from rankstudy.precision import in_fp32
 
 
 @dataclass
@@ -171,7 +172,7 @@ class FirstP(PassageRanker):
     def forward(self, query: torch.Tensor, document: torch.Tensor) -> torch.Tensor:
         passages, _ = self.passages(document)
         hidden = self.encode_pairs(query, passages[:, 0])
-        return self.score(self.dropout(hidden)).squeeze(1)
+        return in_fp32(self.score)(self.dropout(hidden)).squeeze(1)
 
 
 class MaxP(PassageRanker):
@@ -183,7 +184,7 @@ class MaxP(PassageRanker):
         """Per-passage scores [B, P] (−inf where the document has no passage k) and the real mask."""
         passages, real = self.passages(document)
         hidden = self.encode_passages(query, passages, real)
-        scores = self.score(self.dropout(hidden)).squeeze(-1)
+        scores = in_fp32(self.score)(self.dropout(hidden)).squeeze(-1)
         return scores.masked_fill(~real, float("-inf")), real
 
     def forward(self, query: torch.Tensor, document: torch.Tensor) -> torch.Tensor:
@@ -199,4 +200,4 @@ class Parade(PassageRanker):
         passages, real = self.passages(document)
         hidden = self.encode_passages(query, passages, real)
         pooled = hidden.masked_fill(~real.unsqueeze(-1), float("-inf")).max(1).values
-        return self.score(self.dropout(pooled)).squeeze(1)
+        return in_fp32(self.score)(self.dropout(pooled)).squeeze(1)

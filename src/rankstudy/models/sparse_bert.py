@@ -79,6 +79,7 @@ from rankstudy.models.base import EncoderRanker
 from rankstudy.nn import block_sparse
 from rankstudy.nn.pretrained import (attention_dropout_override, check_encoder_options, drop_pooler, pair_inputs,
                                      score_head)
+from rankstudy.precision import in_fp32
 
 PATTERNS = ("longformer", "bigbird", "qds")
 
@@ -211,4 +212,4 @@ class SparseBert(EncoderRanker):
     def forward(self, query: torch.Tensor, document: torch.Tensor) -> torch.Tensor:
         inputs, _ = self.inputs(query, document)
         hidden = self.encoder(**inputs).last_hidden_state[:, 0]
-        return self.score(self.dropout(hidden)).squeeze(1)
+        return in_fp32(self.score)(self.dropout(hidden)).squeeze(1)

@@ -56,6 +56,7 @@ from rankstudy.nn.embedding import pretrained_embedding, sinusoidal_positions
 from rankstudy.nn.kernels import KernelPooling, cosine_matrix, default_mus, log_soft_tf, match_mask, token_masks
 from rankstudy.nn.slices import map_slices
 from rankstudy.nn.transformer import ProjectedSelfAttention, encoder_forward
+from rankstudy.precision import in_fp32
 
 
 @dataclass
@@ -136,27 +137,13 @@ def build_contextualizer(model: nn.Module, config: ContextualizerConfig, embeddi
     model.kernels = KernelPooling(config.kernels_mu, config.kernels_sigma)
 
 
-class TK(Ranker):
+class Contextualizing(Ranker):
+    """A ranker built on TK's contextualisation (1) (TK, TKL): its embedding, sinusoid positions, transformer
+    and mixer come from ``build_contextualizer``; ``contextualize`` mixes the representations of ids."""
+
     THREAD_GROUPS = True  # training's length groups may run on separate threads (models/base.py)
     PARAM_GROUPS = {"embedding.": "embeddings", "contextualizer.": "contextualizer"}
 
-    def __init__(self, config: TKConfig, embeddings: np.ndarray):
-        super().__init__()
-        self.config = config
-        build_contextualizer(self, config, embeddings, config.max_length + config.document_position_offset)
-        self.scaler = nn.Parameter(torch.full([1], config.scaler_init))
-        n = self.kernels.count
-        self.dense_log = nn.Linear(n, 1, bias=False)
-        nn.init.uniform_(self.dense_log.weight, -config.dense_init, config.dense_init)
-        if config.branches == "both":
-            self.dense_len = nn.Linear(n, 1, bias=False)
-            nn.init.uniform_(self.dense_len.weight, -config.dense_init, config.dense_init)
-            self.dense_comb = nn.Linear(2, 1, bias=False)
-        if config.window_sizes:
-            self.window_weights = nn.Parameter(
-                torch.full([len(config.window_sizes), config.top_windows], 1.0 / config.top_windows))
-
-    # (1) -------------------------------------------------------------------------------
     def contextualize(self, ids: torch.Tensor, first_position: int = 0,
                       rows: slice | None = None) -> tuple[torch.Tensor, ...]:
         """Token ids [B, L] -> (mixed representations [B, L, D], token mask, match mask); positions from
@@ -175,7 +162,9 @@ class TK(Ranker):
         mixed = (self.mixer * embedded + (1 - self.mixer) * context) * tokens.unsqueeze(-1)
         return mixed, tokens, matchable
 
-    def _contextualize_queries(self, query: torch.Tensor):
+    def contextualize_queries(self, query: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        """``contextualize`` for the queries of a batch: at inference each distinct query once (re-ranking
+        scores one query against many documents)."""
         if self.training:
             return self.contextualize(query)
         distinct, inverse = torch.unique(query, dim=0, return_inverse=True)
@@ -183,10 +172,29 @@ class TK(Ranker):
             return self.contextualize(query)
         return tuple(part[inverse] for part in self.contextualize(distinct))
 
+
+class TK(Contextualizing):
+    def __init__(self, config: TKConfig, embeddings: np.ndarray):
+        super().__init__()
+        self.config = config
+        build_contextualizer(self, config, embeddings, config.max_length + config.document_position_offset)
+        self.scaler = nn.Parameter(torch.full([1], config.scaler_init))
+        n = self.kernels.count
+        self.dense_log = nn.Linear(n, 1, bias=False)
+        nn.init.uniform_(self.dense_log.weight, -config.dense_init, config.dense_init)
+        if config.branches == "both":
+            self.dense_len = nn.Linear(n, 1, bias=False)
+            nn.init.uniform_(self.dense_len.weight, -config.dense_init, config.dense_init)
+            self.dense_comb = nn.Linear(2, 1, bias=False)
+        if config.window_sizes:
+            self.window_weights = nn.Parameter(
+                torch.full([len(config.window_sizes), config.top_windows], 1.0 / config.top_windows))
+
+    # (1) -------------------------------------------------------------------------------
     def _contextualize_pair(self, query: torch.Tensor, document: torch.Tensor):
         """(q̂, q match mask, d̂, d token mask, d match mask): documents from ``document_position_offset``;
         with ``oov_matches`` every real token matches."""
-        q, q_tokens, q_match = self._contextualize_queries(query)
+        q, q_tokens, q_match = self.contextualize_queries(query)
         d, d_tokens, d_match = self.contextualize(document, self.config.document_position_offset)
         if self.config.oov_matches:  # the published code: padding is the only token that matches nothing
             q_match, d_match = q_tokens, d_tokens
@@ -194,7 +202,13 @@ class TK(Ranker):
 
     # (2)-(5) ---------------------------------------------------------------------------
     def kernel_features(self, query: torch.Tensor, document: torch.Tensor) -> dict[str, torch.Tensor]:
-        q, q_match, d, d_tokens, d_match = self._contextualize_pair(query, document)
+        return self._kernel_features(*self._contextualize_pair(query, document))
+
+    # (2)-(6) read the contextualised pair in fp32 under bf16 autocast: a cosine rounded to bf16 (4e-3) moves a
+    # σ = 0.1 kernel's activation by several per cent, and bf16 scores tie documents (rankstudy.precision)
+    @in_fp32
+    def _kernel_features(self, q: torch.Tensor, q_match: torch.Tensor, d: torch.Tensor, d_tokens: torch.Tensor,
+                         d_match: torch.Tensor) -> dict[str, torch.Tensor]:
         similarity, matches = cosine_matrix(q, d), match_mask(q_match, d_match)
         soft_tf = self.kernels(similarity, matches)  # [B, Lq, K]
         query_terms = q_match.unsqueeze(-1)
@@ -219,7 +233,11 @@ class TK(Ranker):
 
     def score_parts(self, query: torch.Tensor, document: torch.Tensor) -> dict[str, torch.Tensor]:
         """Every quantity of equations (4)-(6) per pair (for the interpretability view)."""
-        features = self.kernel_features(query, document)
+        return self._score_parts(*self._contextualize_pair(query, document))
+
+    @in_fp32
+    def _score_parts(self, *pair: torch.Tensor) -> dict[str, torch.Tensor]:
+        features = self._kernel_features(*pair)
         s_log = self.dense_log(features["s_log_k"]).squeeze(1)
         parts = dict(features, s_log=s_log)
         if self.config.branches == "both":
@@ -230,7 +248,11 @@ class TK(Ranker):
         return parts
 
     def _windowed_score(self, query: torch.Tensor, document: torch.Tensor) -> torch.Tensor:
-        q, q_match, d, _, d_match = self._contextualize_pair(query, document)
+        return self._windowed(*self._contextualize_pair(query, document))
+
+    @in_fp32
+    def _windowed(self, q: torch.Tensor, q_match: torch.Tensor, d: torch.Tensor, _: torch.Tensor,
+                  d_match: torch.Tensor) -> torch.Tensor:
         activations = self.kernels.activations(cosine_matrix(q, d), match_mask(q_match, d_match))  # [B,Lq,Ld,K]
         score = activations.new_zeros(activations.shape[0])
         for size_index, size in enumerate(self.config.window_sizes):

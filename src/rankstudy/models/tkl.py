@@ -3,8 +3,8 @@ Self-Attention over Long Text for Efficient Document Retrieval").
 
 Equations (numbered in the order of the paper's model description) and where they are implemented:
 
-    (1) q̂_i = α·q_i + (1 − α)·TF(q_i + p_i)            ``_contextualize_queries``: TK's mixing (the
-                                                         method is ``TK.contextualize``), the whole
+    (1) q̂_i = α·q_i + (1 − α)·TF(q_i + p_i)            ``contextualize_queries``: TK's mixing (both
+                                                         models are ``tk.Contextualizing``), the whole
                                                          query in one window
     (2) d̂_j = α·d_j + (1 − α)·TF(d^c + p_{0..49})_j     ``_contextualize_chunks``, ``match_document``:
         for the chunk c = ⌊j / 40⌋, d^c = tokens         the document is cut into chunks of 40 tokens
@@ -99,10 +99,10 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from rankstudy.models.base import Ranker
-from rankstudy.models.tk import TK, ContextualizerConfig, build_contextualizer
+from rankstudy.models.tk import ContextualizerConfig, Contextualizing, build_contextualizer
 from rankstudy.nn.kernels import cosine_matrix, token_masks
 from rankstudy.nn.slices import map_slices
+from rankstudy.precision import in_fp32
 
 SATURATIONS = ("embedding", "log", "linear")
 
@@ -190,16 +190,11 @@ class TKLConfig(ContextualizerConfig):
             raise ValueError("cpu_slice_tokens and cpu_slice_chunks must be >= 0")
 
 
-class TKL(Ranker):
-    THREAD_GROUPS = True  # training's length groups may run on separate threads (models/base.py)
-    REGIONS = True  # score_with_regions: the regions step reads which windows it chose
-    PARAM_GROUPS = {"embedding.": "embeddings", "contextualizer.": "contextualizer"}
-    NEEDS_IDF = True  # training builds it with the collection's IDF (the salience e_i's initial values)
+class TKL(Contextualizing):
+    """TK's contextualisation (1) (``Contextualizing``) for queries and for the packed document chunks (2)."""
 
-    # TK's contextualisation (1) works unchanged on TKL's embedding, positions, transformer and
-    # mixer; it is reused for queries and for the packed document chunks (2).
-    contextualize = TK.contextualize
-    _contextualize_queries = TK._contextualize_queries
+    REGIONS = True  # score_with_regions: the regions step reads which windows it chose
+    NEEDS_IDF = True  # training builds it with the collection's IDF (the salience e_i's initial values)
 
     def __init__(self, config: TKLConfig, embeddings: np.ndarray, idf: np.ndarray | None = None):
         """``embeddings``: [vocabulary, D] matrix (row 0 padding, row 1 OOV); ``idf``: optional
@@ -220,16 +215,18 @@ class TKL(Ranker):
             self.saturation_salience = nn.Embedding.from_pretrained(salience, freeze=False)
             # linear: a·x − c starts as x (biases 1 and 0); embedding: a·x^(1/b) − c as about ln x
             biases = {"a": 1.0, "c": 0.0} if config.saturation == "linear" else dict.fromkeys("abc", config.saturation_bias_init)
-            layers = {name: nn.Linear(2, 1) for name in biases}
+            layers = {name: nn.Linear(2, 1) for name in biases}  # all made, then all set: the seed's draws
             for name, layer in layers.items():
                 nn.init.constant_(layer.bias, biases[name])
                 nn.init.uniform_(layer.weight, -config.dense_init, config.dense_init)
-                setattr(self, f"saturation_{name}", layer)
+            self.saturation_a = layers["a"]
+            if "b" in layers:  # the exponent of the embedding saturation (the linear one is a·x − c)
+                self.saturation_b = layers["b"]
+            self.saturation_c = layers["c"]
         self.dense = nn.Linear(n_kernels, 1, bias=False)
         nn.init.uniform_(self.dense.weight, -config.dense_init, config.dense_init)
         self.region_weights = nn.Linear(config.top_regions * (2 * config.region_neighbours + 1), 1, bias=False)
         nn.init.ones_(self.region_weights.weight)
-        self._pack = True  # False: contextualise every chunk and keep batch padding (tests compare)
 
     # (2) ---------------------------------------------------------------------------------
     def _chunk(self, document: torch.Tensor) -> torch.Tensor:
@@ -242,14 +239,11 @@ class TKL(Ranker):
     def _packed_chunks(self, document: torch.Tensor,
                        only: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
         """(ids of the chunks to contextualise [N, chunk + 2·overlap], kept-chunk mask [B, C]):
-        chunks whose central tokens are all padding are skipped (unless ``_pack`` is off), and with
-        ``only`` [B, C] those it leaves out; packed chunk n is the n-th True of the mask in row-major order."""
+        chunks whose central tokens are all padding are skipped, and with ``only`` [B, C] those it leaves
+        out; packed chunk n is the n-th True of the mask in row-major order."""
         size, overlap = self.config.chunk_size, self.config.overlap
         chunks = self._chunk(document)
-        if self._pack:
-            keep = (chunks[:, :, overlap:overlap + size] != 0).any(2)
-        else:
-            keep = torch.ones(chunks.shape[:2], dtype=torch.bool, device=document.device)
+        keep = (chunks[:, :, overlap:overlap + size] != 0).any(2)
         if only is not None:
             keep &= only
         return chunks[keep], keep
@@ -272,12 +266,6 @@ class TKL(Ranker):
         if torch.is_grad_enabled():
             return self.contextualize(chunks)[0][:, central]
         return self.contextualize(chunks, rows=central)[0]
-
-    def contextualize_document(self, document: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """Document ids [B, Ld] -> (central representations of the kept chunks [N, chunk, D],
-        kept-chunk mask [B, C]), for inspection; scoring matches chunk groups as they come."""
-        packed, keep = self._packed_chunks(document)
-        return torch.cat([self._contextualize_chunks(chunks) for _, chunks in self._chunk_groups(packed)]), keep
 
     # (3) ---------------------------------------------------------------------------------
     def match_document(self, query: torch.Tensor, document: torch.Tensor, only: torch.Tensor | None = None,
@@ -341,8 +329,13 @@ class TKL(Ranker):
                       document: torch.Tensor, cosine: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
         """(r_w [B, W], window has a real token [B, W]) for contextualised query terms (and their cosine
         matrix with the document, ``match_document``'s, where already computed)."""
-        tokens, matchable = token_masks(document)
         cosine = self.match_document(query, document) if cosine is None else cosine
+        return self._window_scores(query_ids, query_match, document, cosine)
+
+    @in_fp32  # (3)-(6) from the cosines on in fp32 under bf16 autocast, as TK's kernels (rankstudy.precision)
+    def _window_scores(self, query_ids: torch.Tensor, query_match: torch.Tensor, document: torch.Tensor,
+                       cosine: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        tokens, matchable = token_masks(document)
         activations = self.kernel_activations(cosine, matchable)
         soft_tf = self.window_sums(activations)  # [B, Lq, K, W]
         window_tokens = torch.round(self.window_sums(tokens))  # [B, W]
@@ -393,14 +386,14 @@ class TKL(Ranker):
 
     def _trim(self, document: torch.Tensor) -> torch.Tensor:
         """Cut the positions after the batch's last real token (they change no score)."""
-        if not self._pack or document.shape[1] == 0:
+        if document.shape[1] == 0:
             return document
         real = (document != 0).any(0)
         last = int(real.nonzero().max()) + 1 if bool(real.any()) else 1
         return document[:, :last]
 
     def _score(self, query: torch.Tensor, document: torch.Tensor) -> dict[str, torch.Tensor]:
-        q, _, q_match = self._contextualize_queries(query)
+        q, _, q_match = self.contextualize_queries(query)
         document = self._trim(document)
         length = token_masks(document)[0].cumsum(1).argmax(1) + 1
         if self.config.region_backward and not self.config.dropout and self.training and torch.is_grad_enabled():
@@ -414,8 +407,14 @@ class TKL(Ranker):
         else:
             scores, valid = self.window_scores(query, q, q_match, document)
             chosen, found = self.select_regions(scores, valid)
-        features = self._region_features(scores, valid, chosen, found)
-        return {"score": self.region_weights(features).squeeze(1), "chosen": chosen, "found": found, "length": length}
+        return {"score": self._region_score(scores, valid, chosen, found), "chosen": chosen, "found": found,
+                "length": length}
+
+    @in_fp32  # a bf16 score would tie documents (rankstudy.precision)
+    def _region_score(self, scores: torch.Tensor, valid: torch.Tensor, chosen: torch.Tensor,
+                      found: torch.Tensor) -> torch.Tensor:
+        """(7): the chosen regions' window scores weighted by u, [B]."""
+        return self.region_weights(self._region_features(scores, valid, chosen, found)).squeeze(1)
 
     def _region_chunks(self, spans: torch.Tensor, length: int) -> torch.Tensor:
         """Chunks [B, C] (bool) whose central tokens overlap a region's token span (spans [B, R, 2], −1: none)."""

@@ -16,6 +16,8 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
+from rankstudy.precision import in_fp32
+
 PAD_ID = 0
 OOV_ID = 1
 
@@ -37,8 +39,9 @@ def unit_vectors(vectors: torch.Tensor) -> torch.Tensor:
     return F.normalize(vectors, dim=-1, eps=1e-13)
 
 
+@in_fp32  # under bf16 autocast too: equal vectors must give cos = 1 for an exact-match kernel (σ = 0.001)
 def cosine_matrix(query: torch.Tensor, document: torch.Tensor) -> torch.Tensor:
-    """[B, Lq, D] x [B, Ld, D] -> [B, Lq, Ld] cosine similarities (0 for zero vectors)."""
+    """[B, Lq, D] x [B, Ld, D] -> [B, Lq, Ld] cosine similarities (0 for zero vectors), in fp32."""
     return torch.bmm(unit_vectors(query), unit_vectors(document).transpose(1, 2))
 
 

@@ -13,6 +13,7 @@ under load.
 
 from __future__ import annotations
 
+import contextlib
 from concurrent.futures import ThreadPoolExecutor
 from typing import Callable, Sequence, TypeVar
 
@@ -24,13 +25,16 @@ Result = TypeVar("Result")
 
 def map_on_threads(function: Callable[[Item], Result], shares: Sequence[Sequence[Item]]) -> list[list[Result]]:
     """``[[function(item) for item in share] for share in shares]``, each share on its own thread (the first
-    on the caller's) with one torch thread; the caller's grad and inference modes hold on every thread. A
-    single share runs on the caller's thread as it is."""
+    on the caller's) with one torch thread; the caller's grad and inference modes and CPU autocast hold on every
+    thread. A single share runs on the caller's thread as it is."""
     results: list = [None] * len(shares)
     grad, inference = torch.is_grad_enabled(), torch.is_inference_mode_enabled()  # thread-local: passed on
+    # so is CPU autocast (bf16, rankstudy.precision); entered on a thread only where the caller has it on
+    autocast = torch.get_autocast_dtype("cpu") if torch.is_autocast_enabled("cpu") else None
 
     def run(index: int) -> None:
-        with torch.inference_mode(inference), torch.set_grad_enabled(grad):
+        with torch.inference_mode(inference), torch.set_grad_enabled(grad), (
+                torch.autocast("cpu", dtype=autocast) if autocast else contextlib.nullcontext()):
             results[index] = [function(item) for item in shares[index]]
 
     if len(shares) <= 1:

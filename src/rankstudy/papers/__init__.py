@@ -6,7 +6,8 @@
   ``tk/view.py``);
 - ``cli.py``: its ``python -m rankstudy`` subcommands.
 
-``section.py``: what the plans of the papers whose outputs read one dataset (TKL, Socialformer) share.
+``section.py``: ``Study``, what a paper's plan reads of the study plan, and what the plans of the papers whose
+outputs read one dataset (TKL, Socialformer) share.
 
 The models the papers propose live in ``rankstudy.models`` (Choppy's training in ``rankstudy.truncation``),
 the study's shared stages (data, first stage, text, training, re-ranking, evaluation) in the rest of the

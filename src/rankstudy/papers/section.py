@@ -1,20 +1,53 @@
-"""What the TKL and Socialformer papers' plans share: their outputs all read one dataset, named by their
-config section's ``dataset``, and exist only when the study runs that dataset."""
+"""What the papers' plans share: the study they read (``Study``), and, for TKL's and Socialformer's, that their
+outputs all read one dataset, named by their config section's ``dataset``, and exist only when the study runs that
+dataset."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ClassVar, Mapping
+from typing import Any, ClassVar, Iterable, Mapping, Protocol
 
 from rankstudy.config import ConfigError
 
-if TYPE_CHECKING:
-    from rankstudy.study.plan import StudyPlan
+
+class Study(Protocol):
+    """What a part of the plan (a paper's outputs, a shared stage) reads of the study: ``rankstudy.study.StudyPlan``
+    is one. A protocol here, not StudyPlan itself, so that papers/ imports nothing of study/ above it
+    (docs/architecture.md, "Layers")."""
+
+    config: Mapping[str, Any]  # schema-validated
+    runs: Mapping[str, Any]  # neural.runs, inheritance resolved (rankstudy.study.runs.Run)
+
+    @property
+    def datasets(self) -> Mapping[str, Mapping[str, Any]]: ...
+    @property
+    def studied(self) -> list[str]: ...
+    @property
+    def systems(self) -> Mapping[str, Mapping[str, Any]]: ...
+    @property
+    def rerank_from(self) -> str: ...
+    @property
+    def models(self) -> Mapping[str, Mapping[str, Any]]: ...
+    @property
+    def encoders(self) -> Mapping[str, Mapping[str, Any]]: ...
+    @property
+    def measures_speed(self) -> bool: ...
+    def speed_columns(self) -> list[str]: ...
+    def data_description(self, names: Iterable[str]) -> str: ...
+    def dataset_splits(self, name: str) -> list[str]: ...
+    def rel_threshold(self, name: str, split: str) -> int: ...
+    def system_splits(self, system: str, dataset: str) -> list[str]: ...
+    def eval_splits(self, dataset: str, run: str | None = None) -> list[str]: ...
+    def rerank_depths(self, runs: Iterable[str]) -> str: ...
+    def encoder_location(self, name: str) -> str: ...
+    def encoder_build(self, name: str | None) -> list[str]: ...
+    def model_encoder(self, model: str) -> dict[str, Any]: ...
+    def rerank_inputs(self, dataset: str, run: str, seed: int | str, split: str) -> dict[str, Any]: ...
 
 
 @dataclass(frozen=True)
 class DatasetPaper:
-    plan: StudyPlan
+    plan: Study
     KEY: ClassVar[str]  # the paper's config section
 
     @property

@@ -52,9 +52,14 @@ class StudyPlan:
         return self.config["first_stage"]["systems"]
 
     @property
+    def rerank(self) -> Mapping[str, Any]:
+        """neural.rerank: the first-stage system re-ranked, the depth, the batch size, the tuned depths' grid."""
+        return self.config["neural"]["rerank"]
+
+    @property
     def rerank_from(self) -> str:
         """The first-stage system whose candidates the neural runs re-rank (training examples come from bm25)."""
-        return self.config["neural"]["rerank"]["first_stage"]
+        return self.rerank["first_stage"]
 
     @property
     def models(self) -> Mapping[str, Mapping[str, Any]]:
@@ -64,6 +69,57 @@ class StudyPlan:
     def encoders(self) -> Mapping[str, Mapping[str, Any]]:
         """neural.encoders: the study's own, built by rule pretrain_encoder."""
         return self.config["neural"]["encoders"]
+
+    # ---- settings the rules read (they read the config through the plan only) -----------------------
+    @property
+    def seed(self) -> int:
+        """The one seed of data generation, sampling and training."""
+        return self.config["seed"]
+
+    @property
+    def measures(self) -> list[str]:
+        """evaluation.measures: what every metric file holds."""
+        return self.config["evaluation"]["measures"]
+
+    @property
+    def threads(self) -> int:
+        """neural.threads: the torch threads (and thread request) of every training, scoring and Choppy job."""
+        return self.config["neural"]["threads"]
+
+    @property
+    def device(self) -> str:
+        """neural.device: auto, cpu or cuda[:n]."""
+        return self.config["neural"]["device"]
+
+    @property
+    def precision(self) -> str:
+        """neural.precision: fp32, bf16 or tf32 (rankstudy.precision)."""
+        return self.config["neural"]["precision"]
+
+    @property
+    def examples(self) -> Mapping[str, Any]:
+        """neural.examples: training triples and groups (per_query, negatives_depth, group_negatives)."""
+        return self.config["neural"]["examples"]
+
+    @property
+    def efficiency(self) -> Mapping[str, Any]:
+        """neural.efficiency: the throughput benchmark's setup and models."""
+        return self.config["neural"]["efficiency"]
+
+    @property
+    def caption_note(self) -> str:
+        """neural.caption_note: what the config scales down, in the neural tables' captions."""
+        return self.config["neural"]["caption_note"]
+
+    @property
+    def expected(self) -> str:
+        """The file of this config's expected table cells (rule check_expected); '' for no check."""
+        return self.config["expected"]
+
+    @property
+    def reproduction(self) -> Mapping[str, Any]:
+        """The reproduction report's settings: the papers' reported-cell files, whether the data is comparable."""
+        return self.config["reproduction"]
 
     # ---- the shared stages and the papers' outputs (one object each) --------------------------------
     @cached_property
@@ -97,13 +153,12 @@ class StudyPlan:
     @property
     def measures_speed(self) -> bool:
         """Whether the tables have a docs/ms column: neural.efficiency is enabled and names models to measure."""
-        efficiency = self.config["neural"]["efficiency"]
-        return efficiency.get("enabled", True) and bool(efficiency["models"])
+        return self.efficiency.get("enabled", True) and bool(self.efficiency["models"])
 
     @property
     def speed_column(self) -> str:
         """The tables' docs/ms column: the efficiency benchmark runs on neural.device."""
-        return speed_column(self.config["neural"].get("device", "cpu"))
+        return speed_column(self.device)
 
     def speed_columns(self) -> list[str]:
         """The docs/ms column of TK's and TKL's tables, where the config measures speed."""
@@ -236,8 +291,7 @@ class StudyPlan:
     def rerank_depths(self, runs: Iterable[str]) -> str:
         """'N' or 'N-M (per run)': the candidates the runs re-rank (a run's rerank_depth, else neural.rerank.depth),
         as the captions state it."""
-        default = self.config["neural"]["rerank"]["depth"]
-        depths = sorted({self.runs[run].spec.get("rerank_depth", default) for run in runs})
+        depths = sorted({self.rerank_depth(run) for run in runs})
         return str(depths[0]) if len(depths) == 1 else f"{depths[0]}-{depths[-1]} (per run)"
 
     # ---- models and encoders -------------------------------------------------------------------
@@ -267,8 +321,9 @@ class StudyPlan:
         return settings
 
     def training_settings(self, run: str) -> dict[str, Any]:
-        """The TrainConfig settings of a run's training: neural.training, the run's overrides, the device, and
-        the relevance threshold of the dev split it validates on (the train dataset's, or its folds')."""
+        """The TrainConfig settings of a run's training: neural.training, the run's overrides, the device and
+        precision, and the relevance threshold of the dev split it validates on (the train dataset's, or its
+        folds')."""
         return {**self.runs[run].training, "rel_threshold": self.rel_threshold(self.train_datasets(run)[0], "dev")}
 
     def encoder_inputs(self, run: str, seed: int | str) -> list[str]:
@@ -298,7 +353,11 @@ class StudyPlan:
 
     def rerank_depth(self, run: str) -> int:
         """How many candidates a run re-ranks: its ``rerank_depth``, else neural.rerank.depth."""
-        return self.runs[run].spec.get("rerank_depth", self.config["neural"]["rerank"]["depth"])
+        return self.runs[run].spec.get("rerank_depth", self.rerank["depth"])
+
+    def tuning_depths(self, run: str) -> list[int]:
+        """[start, stop, step] of the depths a run's full task tunes on dev: neural.rerank.depths, up to its depth."""
+        return self.runs[run].tuning_depths(self.rerank["depths"])
 
     def neural_metrics(self) -> list[str]:
         """The metric files of every system of every neural run, on each split it is evaluated on."""

@@ -132,7 +132,8 @@ def plan_runs(config: Mapping[str, Any]) -> dict[str, Run]:
         datasets = [] if base["train"] not in studied else [d for d in spec.get("evaluate", []) if d in studied]
         runs[name] = Run(name=name, spec=spec, base=base_name, seeds=tuple(base.get("seeds", [config["seed"]])),
                          model=base["model"], embeddings=base["embeddings"], train=base["train"],
-                         training={**neural["training"], **base.get("training", {}), "device": neural["device"]},
+                         training={**neural["training"], **base.get("training", {}), "device": neural["device"],
+                                   "precision": neural["precision"]},
                          encoder_from=base_of(source) if source else None, datasets=tuple(datasets),
                          starts_others=name in sources)
     for name, spec in entries.items():

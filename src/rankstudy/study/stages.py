@@ -5,10 +5,9 @@ from __future__ import annotations
 
 import shlex
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import Any, Mapping
 
-if TYPE_CHECKING:
-    from rankstudy.study.plan import StudyPlan
+from rankstudy.papers.section import Study
 
 # the keys of a dense system that are its encoder's settings (rankstudy.dense.DenseConfig)
 DENSE_KEYS = ("encoder", "kind", "pooling", "l2_norm", "max_length", "batch_size")
@@ -16,12 +15,34 @@ DENSE_KEYS = ("encoder", "kind", "pooling", "l2_norm", "max_length", "batch_size
 
 @dataclass(frozen=True)
 class FirstStage:
-    plan: StudyPlan
+    plan: Study
 
     def names(self, *models: str) -> list[str]:
         """The first-stage systems of these models: bm25/ql search the index, official systems are an irds
         split's own candidate lists (scoreddocs), dense ones pyserini's dense retrieval (rankstudy.dense)."""
         return [name for name, spec in self.plan.systems.items() if spec["model"] in models]
+
+    @property
+    def threads(self) -> int:
+        """first_stage.threads: Anserini's threads (and the rules' thread request)."""
+        return self.plan.config["first_stage"]["threads"]
+
+    @property
+    def terms_tolerance(self) -> float:
+        """The allowed relative gap between an index's total terms and the collection's estimate."""
+        return self.plan.config["first_stage"]["terms_tolerance"]
+
+    def index_stats(self, dataset: str) -> dict[str, int]:
+        """The exact statistics a dataset's index must have (its index_stats; none: checked against the collection)."""
+        return self.plan.datasets[dataset].get("index_stats", {})
+
+    def model(self, system: str) -> str:
+        """A system's retrieval model: bm25, ql, official or dense."""
+        return self.plan.systems[system]["model"]
+
+    def device(self, system: str) -> str:
+        """A dense system's encoder device: its ``device``, else auto."""
+        return self.plan.systems[system].get("device", "auto")
 
     def search_params(self, system: str) -> dict[str, Any]:
         """A Lucene system's ranking parameters (k1 and b, or mu)."""
@@ -68,7 +89,7 @@ class FirstStage:
 
 @dataclass(frozen=True)
 class Text:
-    plan: StudyPlan
+    plan: Study
 
     @property
     def embeddings(self) -> Mapping[str, Mapping[str, Any]]:
@@ -77,6 +98,10 @@ class Text:
     def is_wordpiece(self, emb: str) -> bool:
         """Text of this entry is a pre-trained encoder's WordPiece ids (no vocabulary, no word vectors)."""
         return self.embeddings[emb].get("method") == "wordpiece"
+
+    def min_count(self, emb: str) -> int:
+        """The vocabulary keeps terms seen at least this often."""
+        return self.embeddings[emb]["vocab_min_count"]
 
     def vocabulary_inputs(self, emb: str) -> dict[str, Any]:
         """The collection (and, with include_queries, every split's queries) a vocabulary counts."""

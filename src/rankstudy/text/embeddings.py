@@ -28,6 +28,7 @@ from typing import Iterator, Sequence
 import numpy as np
 
 from rankstudy.atomic import atomic_open
+from rankstudy.config import check_ints
 from rankstudy.errors import StudyError
 from rankstudy.formats import FormatError
 from rankstudy.store import TokenStore
@@ -55,10 +56,7 @@ class EmbeddingConfig:
     def __post_init__(self) -> None:
         if self.method not in METHODS:
             raise ValueError(f"method must be one of {', '.join(METHODS)}, got {self.method!r}")
-        for name in ("dim", "epochs", "window", "min_count", "bucket"):
-            value = getattr(self, name)
-            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-                raise ValueError(f"{name} must be a positive integer, got {value!r}")
+        check_ints(self, "dim", "epochs", "window", "min_count", "bucket")
         if self.sg not in (0, 1):
             raise ValueError(f"sg must be 0 (CBOW) or 1 (skip-gram), got {self.sg!r}")
         if (self.method == "glove") != (self.path is not None):

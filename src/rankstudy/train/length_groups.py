@@ -19,6 +19,7 @@ import torch
 
 from rankstudy.nn.kernels import PAD_ID
 from rankstudy.nn.slices import map_on_threads
+from rankstudy.precision import autocast
 
 
 def document_lengths(documents: torch.Tensor) -> torch.Tensor:
@@ -81,7 +82,7 @@ def _shares(groups: list[tuple[torch.Tensor, int]], threads: int) -> list[list[i
 
 
 def backward_in_length_groups(model: torch.nn.Module, queries: torch.Tensor, documents: torch.Tensor, size: int,
-                              loss_of: Callable[[torch.Tensor], torch.Tensor]) -> torch.Tensor:
+                              loss_of: Callable[[torch.Tensor], torch.Tensor], precision: str = "fp32") -> torch.Tensor:
     """``loss_of(scores)`` for ``scores = score_in_length_groups(model, queries, documents, size)``, its gradient
     added to the parameters' ``.grad``; returns the loss (detached).
 
@@ -92,11 +93,16 @@ def backward_in_length_groups(model: torch.nn.Module, queries: torch.Tensor, doc
     Each thread sums its groups' parameter gradients in group order, and the threads' sums are added in thread
     order: the same numbers on every run with the same threads; against a one-thread pass the same loss and
     the gradients up to rounding (tests/unit/train/test_length_groups.py). Memory: one gradient per thread
-    besides ``.grad``."""
+    besides ``.grad``.
+
+    ``precision`` (``rankstudy.precision``): bf16 runs the forward passes under autocast; the loss and the backward
+    passes run outside it (autograd follows the forward pass's types)."""
     threads = torch.get_num_threads()
     if (threads <= 1 or not getattr(model, "THREAD_GROUPS", False) or documents.device.type != "cpu"
             or not _grouped(model, documents, size) or draws_random_numbers(model)):
-        loss = loss_of(score_in_length_groups(model, queries, documents, size))
+        with autocast(precision, documents.device):
+            scores = score_in_length_groups(model, queries, documents, size)
+        loss = loss_of(scores)
         loss.backward()
         return loss.detach()
     groups, order = length_groups(documents, size)
@@ -107,8 +113,9 @@ def backward_in_length_groups(model: torch.nn.Module, queries: torch.Tensor, doc
         return model(queries[rows], documents[rows, :longest])
 
     scored: dict[int, torch.Tensor] = {}
-    for share, scores in zip(shares, map_on_threads(forward, shares)):
-        scored.update(zip(share, scores))
+    with autocast(precision, documents.device):  # map_on_threads enters it on every thread
+        for share, scores in zip(shares, map_on_threads(forward, shares)):
+            scored.update(zip(share, scores))
     # the loss's gradient with respect to each group's scores, then each group's backward pass from there
     leaves = [scored[index].detach().requires_grad_() for index in range(len(groups))]
     loss = loss_of(torch.cat(leaves)[torch.argsort(order)])

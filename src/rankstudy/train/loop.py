@@ -34,10 +34,12 @@ import torch
 from tqdm import tqdm
 
 from rankstudy.atomic import atomic_open
+from rankstudy.config import check_ints, is_number
 from rankstudy.device import resolve_device
 from rankstudy.errors import StudyError
 from rankstudy.evaluate import aggregate, evaluate_run, parse_measures
 from rankstudy.formats import Qrels, Run
+from rankstudy.precision import check_precision, tf32
 from rankstudy.rerank import score_candidates
 from rankstudy.runs import rerank_to_depth
 from rankstudy.tensorfile import load_tensors, save_tensors
@@ -70,6 +72,9 @@ class TrainConfig:
     max_query_length: int = 30
     max_doc_length: int = 200
     device: str = "auto"
+    # "fp32" (torch's defaults), "bf16" (forward passes under bf16 autocast, kernels, heads and losses in fp32)
+    # or "tf32" (CUDA matrix products in TF32): rankstudy.precision
+    precision: str = "fp32"
     grad_clip: float | None = None
     optimizer: str = "adam"  # "adam" (weight_decay as L2 in the gradient) or "adamw" (decoupled weight decay)
     # each positive is also scored with the batch's next query, as one more negative (batch_pass)
@@ -87,11 +92,8 @@ class TrainConfig:
             raise ValueError(f"optimizer must be one of {', '.join(OPTIMIZERS)}, not {self.optimizer!r}")
         if self.loss not in ("pairwise", "listwise"):
             raise ValueError(f"loss must be 'pairwise' or 'listwise', not {self.loss!r}")
-        for name in ("max_steps", "validate_every", "patience", "validation_depth", "batch_size",
-                     "rel_threshold", "max_query_length", "max_doc_length"):
-            value = getattr(self, name)
-            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-                raise ValueError(f"{name} must be a positive integer, got {value!r}")
+        check_ints(self, "max_steps", "validate_every", "patience", "validation_depth", "batch_size", "rel_threshold",
+                   "max_query_length", "max_doc_length")
         try:
             parse_measures([self.metric], self.rel_threshold)
         except StudyError as error:
@@ -99,30 +101,21 @@ class TrainConfig:
         if not isinstance(self.learning_rates, Mapping) or "default" not in self.learning_rates:
             raise ValueError("learning_rates must map optimizer groups to rates and contain 'default'")
         for group, lr in self.learning_rates.items():
-            if not _number(lr) or lr <= 0:
+            if not is_number(lr) or lr <= 0:
                 raise ValueError(f"learning_rates.{group} must be a positive number, got {lr!r}")
-        if not _number(self.weight_decay) or self.weight_decay < 0:
+        if not is_number(self.weight_decay) or self.weight_decay < 0:
             raise ValueError(f"weight_decay must be a non-negative number, got {self.weight_decay!r}")
-        if self.validation_queries is not None and (not isinstance(self.validation_queries, int)
-                                                    or isinstance(self.validation_queries, bool)
-                                                    or self.validation_queries < 1):
-            raise ValueError(f"validation_queries must be null or a positive integer, got {self.validation_queries!r}")
-        if self.micro_batch is not None and (not isinstance(self.micro_batch, int) or isinstance(self.micro_batch, bool)
-                                             or self.micro_batch < 1):
-            raise ValueError(f"micro_batch must be null or a positive integer, got {self.micro_batch!r}")
+        check_ints(self, "validation_queries", "micro_batch", nullable=True)
         if self.micro_batch is not None and self.query_negatives:
             raise ValueError("micro_batch and query_negatives do not go together: query negatives pair each "
                              "positive with another example's query of the same pass")
-        if not isinstance(self.length_group, int) or isinstance(self.length_group, bool) or self.length_group < 0:
-            raise ValueError(f"length_group must be a non-negative integer, got {self.length_group!r}")
-        if self.grad_clip is not None and (not _number(self.grad_clip) or self.grad_clip <= 0):
+        check_ints(self, "length_group", minimum=0)
+        if self.grad_clip is not None and (not is_number(self.grad_clip) or self.grad_clip <= 0):
             raise ValueError(f"grad_clip must be null or a positive number, got {self.grad_clip!r}")
         if self.device != "auto" and self.device.split(":")[0] not in ("cpu", "cuda"):
             raise ValueError(f"device must be 'auto', 'cpu' or 'cuda[:n]', not {self.device!r}")
+        check_precision(self.precision)
 
-
-def _number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
 def optimizer_groups(model: torch.nn.Module, learning_rates: Mapping[str, float]) -> list[dict]:
@@ -190,6 +183,7 @@ def batch_pass(batch: Sequence[tuple], listwise: bool, query_store, doc_store, c
         docs = torch.cat([docs, positives])
 
     def loss_of(scores: torch.Tensor) -> torch.Tensor:
+        scores = scores.float()  # the loss in fp32 whatever the forward pass's precision (the same tensor in fp32)
         swapped = scores[len(docids):]  # [B] with query_negatives, else empty
         if listwise:
             grouped = scores[:len(docids)].view(len(batch), per_query)
@@ -214,7 +208,7 @@ def make_validator(run: Run, qrels: Qrels, query_store, doc_store, cfg: TrainCon
         device = next(model.parameters()).device
         neural = score_candidates(model, judged, query_store, doc_store, cfg.validation_depth,
                                   batch_size or cfg.batch_size, cfg.max_query_length, cfg.max_doc_length,
-                                  device, progress=False)
+                                  device, progress=False, precision=cfg.precision)
         reranked = rerank_to_depth(judged, neural, cfg.validation_depth)
         return float(aggregate(evaluate_run(reranked, qrels, [cfg.metric], cfg.rel_threshold))["value"].iloc[0])
 
@@ -316,8 +310,9 @@ def train(model: torch.nn.Module, examples: Sequence[tuple], query_store, doc_st
         state["rows"].append({"step": 0, "loss": math.nan, "metric": _measure(model, validate, cfg, 0),
                               "best": math.nan})
     if not state["done"]:
-        _loop(model, optimizer, examples, listwise, query_store, doc_store, validate, cfg, device, out_dir,
-              seed, state, kill_after_step)
+        with tf32(cfg.precision, device):  # forward and backward passes (bf16 autocast: forward passes only)
+            _loop(model, optimizer, examples, listwise, query_store, doc_store, validate, cfg, device, out_dir,
+                  seed, state, kill_after_step)
     # model.pt and log.csv (the workflow's outputs) are written when training is over, also when a
     # finished checkpoint is resumed: a killed job leaves checkpoint.pt and best.pt to resume from
     # and no output that looks complete; a rerun of a finished one gets its outputs back.
@@ -356,14 +351,19 @@ def _resume(path: Path, model: torch.nn.Module, optimizer: torch.optim.Optimizer
 
 def _resumable(config_path: Path, config: dict) -> bool:
     """Whether the checkpoint beside ``config_path`` was written with this config, seed, example
-    count and recorded settings (inputs' fingerprint included; the device aside)."""
+    count and recorded settings (inputs' fingerprint included; the device aside; a config.json written before
+    ``precision`` existed was fp32)."""
     if not config_path.exists():
         return True
     try:
         saved = json.loads(config_path.read_text())
     except (OSError, ValueError):
         saved = {}
-    comparable = lambda c: {**c, "train": {k: v for k, v in c.get("train", {}).items() if k != "device"}}  # noqa: E731
+
+    def comparable(recorded: dict) -> dict:
+        train = {key: value for key, value in recorded.get("train", {}).items() if key != "device"}
+        return {**recorded, "train": {"precision": "fp32", **train}}
+
     before = comparable(saved)
     differ = [key for key, value in comparable(config).items() if before.get(key) != value]
     if differ:
@@ -407,7 +407,8 @@ def _backward(model, batch, listwise, query_store, doc_store, cfg, device, step:
         queries, docs, loss_of = batch_pass(part, listwise, query_store, doc_store, cfg, device)
         share = len(part) / len(batch)
         loss = backward_in_length_groups(model, queries, docs, cfg.length_group,
-                                         loss_of if share == 1 else lambda scores: loss_of(scores) * share)
+                                         loss_of if share == 1 else lambda scores: loss_of(scores) * share,
+                                         cfg.precision)
         if not torch.isfinite(loss):
             raise StudyError(f"the training loss is {loss.item()} at step {step}")
         total += loss.item()

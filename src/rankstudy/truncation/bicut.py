@@ -39,6 +39,7 @@ import torch
 from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
+from rankstudy.config import check_ints
 from rankstudy.device import resolve_device
 from rankstudy.truncation.baselines import evaluate_cuts
 
@@ -58,10 +59,7 @@ class BiCutConfig:
     batch_size: int = 64
 
     def __post_init__(self) -> None:
-        for name in ("hidden", "layers", "epochs", "batch_size"):
-            value = getattr(self, name)
-            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-                raise ValueError(f"{name} must be a positive integer, got {value!r}")
+        check_ints(self, "hidden", "layers", "epochs", "batch_size")
         if not 0 <= self.dropout < 1:
             raise ValueError(f"dropout must be in [0, 1), got {self.dropout!r}")
         if not 0 < self.alpha < 1:

@@ -23,21 +23,21 @@ from scipy import stats
 
 from rankstudy import formats
 from rankstudy.atomic import atomic_open
-from rankstudy.config import from_dict
+from rankstudy.config import check_ints, from_dict
 from rankstudy.errors import StudyError
 from rankstudy.models.choppy import ChoppyConfig
 from rankstudy.truncation.baselines import evaluate_cuts, greedy_k, oracle
 from rankstudy.truncation.bicut import BiCutConfig, predict_cuts, train_bicut
 from rankstudy.truncation.choppy_train import predict, train_choppy
+from rankstudy.truncation.methods import BICUT, CHOPPY, F1, METRICS, ORACLE, fixed, greedy
 from rankstudy.truncation.tables import build_labels, build_tables
 
 log = logging.getLogger(__name__)
-METRICS = ("f1", "dcg")
 
 
 @dataclass
 class TruncationConfig:
-    n: int = 300
+    n: int  # the lists' top n: choppy.n, whose default (the paper's 300) is the schema's
     rel_threshold: int = 1
     recall_base: str = "qrels"
     test_fraction: float = 0.2
@@ -53,8 +53,7 @@ class TruncationConfig:
     repeats: int = 1  # splits (or, with query-id files, training seeds) of the study, pooled (truncation.repeats)
 
     def __post_init__(self) -> None:
-        if not isinstance(self.repeats, int) or isinstance(self.repeats, bool) or self.repeats < 1:
-            raise ValueError(f"repeats must be a positive integer, got {self.repeats!r}")
+        check_ints(self, "repeats")
         fractions = self.test_fraction + self.dev_fraction
         if not (0 < self.test_fraction < 1 and 0 <= self.dev_fraction < 1 and fractions < 1):
             raise ValueError("test_fraction must be in (0, 1), dev_fraction in [0, 1), and they must sum below 1")
@@ -144,19 +143,19 @@ def run_study(run: formats.Run, qrels: formats.Qrels, cfg: TruncationConfig, see
         test_qids = [qids[i] for i in split["test"]]
         cuts: dict[str, np.ndarray] = {}
         best_value, best_cut = oracle(test[1])
-        cuts["Oracle"] = best_cut
+        cuts[ORACLE] = best_cut
         for k in cfg.fixed_k:
-            cuts[f"Fixed-{k}"] = np.full(len(test_qids), k)
+            cuts[fixed(k)] = np.full(len(test_qids), k)
         k = greedy_k(train[1])
-        cuts[f"Greedy-k (k={k})"] = np.full(len(test_qids), k)
-        if metric == "f1":
-            cuts["BiCut"], settings["bicut"] = _bicut_cuts(run, qrels, qids, split, train, dev, test, cfg, seed)
+        cuts[greedy(k)] = np.full(len(test_qids), k)
+        if metric == F1:
+            cuts[BICUT], settings["bicut"] = _bicut_cuts(run, qrels, qids, split, train, dev, test, cfg, seed)
         choppy_cfg = _choppy_config(cfg, metric)
         model, history = train_choppy(train, dev, choppy_cfg, seed, cfg.device)
         best_epoch = len(history) if dev is None else max(history, key=lambda h: h["dev_metric"])["epoch"]
         settings[f"choppy_{metric}"] = {**asdict(choppy_cfg), "epochs_run": len(history), "best_epoch": best_epoch,
                                         "train_loss": [h["train_loss"] for h in history]}  # the learning curve
-        cuts["Choppy"], _ = predict(model, test[0], test[2], cfg.device)
+        cuts[CHOPPY], _ = predict(model, test[0], test[2], cfg.device)
         _, probabilities = predict(model, train[0][:3], train[2][:3], cfg.device)
         fig1[metric] = {"qids": [qids[i] for i in split["train"][:3]], "tables": train[1][:3].tolist(),
                         "probabilities": probabilities.tolist(), "lengths": train[2][:3].tolist()}

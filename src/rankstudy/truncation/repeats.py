@@ -17,8 +17,9 @@ from typing import Any, Sequence
 import pandas as pd
 
 from rankstudy.errors import StudyError
+from rankstudy.truncation.methods import GREEDY, method_name
 
-GREEDY = "Greedy-k"
+__all__ = ["method_name", "pool", "query_key", "read_study", "repeat_seed"]  # method_name: report.claims reads it here
 
 
 def repeat_seed(seed: int, repeat: int) -> int:
@@ -26,11 +27,6 @@ def repeat_seed(seed: int, repeat: int) -> int:
     if repeat < 0:
         raise StudyError(f"a repeat is a number >= 0, got {repeat}")
     return seed + repeat
-
-
-def method_name(method: str) -> str:
-    """A study's method name without the chosen k (``Greedy-k (k=55)`` -> ``Greedy-k``): k varies by split."""
-    return GREEDY if method.startswith(GREEDY) else method
 
 
 def read_study(directory: Path) -> dict[str, Any]:

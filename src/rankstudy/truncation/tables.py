@@ -32,11 +32,12 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
+from rankstudy.config import is_int
 from rankstudy.errors import StudyError
+from rankstudy.truncation.methods import F1, METRICS
 
 log = logging.getLogger(__name__)
 
-METRICS = ("f1", "dcg")
 RECALL_BASES = ("qrels", "top_n")
 
 
@@ -97,8 +98,8 @@ def _recall_base(labels: np.ndarray, judged: Mapping[str, int], threshold: int, 
     return sum(1 for grade in judged.values() if grade >= threshold)
 
 
-def _check_args(n: int, metric: str = "f1", recall_base: str = "qrels") -> None:
-    if not isinstance(n, int) or isinstance(n, bool) or n < 1:
+def _check_args(n: int, metric: str = F1, recall_base: str = "qrels") -> None:
+    if not is_int(n) or n < 1:
         raise StudyError(f"truncation depth n must be a positive integer, got {n!r}")
     if metric not in METRICS:
         raise StudyError(f"unknown truncation metric {metric!r}; expected one of {', '.join(METRICS)}")
@@ -124,7 +125,7 @@ def _judged_qids(run: Mapping[str, Sequence], qrels: Mapping[str, Mapping[str, i
 
 
 def build_tables(run: Mapping[str, Sequence[tuple[str, float]]], qrels: Mapping[str, Mapping[str, int]],
-                 n: int, metric: str = "f1", threshold: int = 1, recall_base: str = "qrels"):
+                 n: int, metric: str = F1, threshold: int = 1, recall_base: str = "qrels"):
     """Tables for the run's judged queries, in the run's order (rankings sorted by score, descending).
 
     Returns ``(qids, scores[Q, N] float32, tables[Q, N] float32, lengths[Q] int64)``: scores and
@@ -139,7 +140,7 @@ def build_tables(run: Mapping[str, Sequence[tuple[str, float]]], qrels: Mapping[
     for row, qid in enumerate(qids):
         ranking, judged = run[qid], qrels[qid]
         labels = relevance_labels(ranking, judged, threshold, n)
-        if metric == "f1":
+        if metric == F1:
             table = f1_table(labels, _recall_base(labels, judged, threshold, recall_base))
         else:
             table = dcg_table(labels)

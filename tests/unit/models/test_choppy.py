@@ -22,19 +22,21 @@ def small_model(seed: int = 0, **overrides) -> Choppy:
 
 
 def test_config_validation():
-    assert ChoppyConfig().d_model == 128 and ChoppyConfig().heads == 8 and ChoppyConfig().layers == 3
+    assert ChoppyConfig(max_length=300).d_model == 128 and ChoppyConfig(max_length=300).heads == 8
+    with pytest.raises(TypeError, match="max_length"):  # the study's n: no default of its own
+        ChoppyConfig()
     with pytest.raises(ValueError, match="divisible"):
-        ChoppyConfig(d_model=130, heads=8)
+        ChoppyConfig(d_model=130, heads=8, max_length=300)
     with pytest.raises(ConfigError, match="unknown key"):
         from_dict(ChoppyConfig, {"d_modle": 64})
     with pytest.raises(ConfigError, match="dropout"):
-        from_dict(ChoppyConfig, {"dropout": 1.5})
+        from_dict(ChoppyConfig, {"dropout": 1.5, "max_length": 300})
     with pytest.raises(ValueError, match="ff_layers"):
-        ChoppyConfig(ff_layers=3)
+        ChoppyConfig(ff_layers=3, max_length=300)
     with pytest.raises(ValueError, match="loss must be one of"):
-        ChoppyConfig(loss="hinge")
+        ChoppyConfig(loss="hinge", max_length=300)
     with pytest.raises(ValueError, match="raml_temperature"):
-        ChoppyConfig(loss="raml", raml_temperature=0)
+        ChoppyConfig(loss="raml", raml_temperature=0, max_length=300)
 
 
 @pytest.mark.parametrize("ff_layers", [1, 2])

@@ -182,7 +182,7 @@ def test_published_document_positions_start_at_the_offset():
         plain.positions = shifted.positions[500:]  # documents as the offset model reads them
         assert torch.allclose(plain.contextualize(document)[0], shifted.contextualize(document, 500)[0], atol=1e-6)
         plain.positions = shifted.positions[:4096]
-        assert torch.allclose(plain.contextualize(query)[0], shifted._contextualize_queries(query)[0], atol=1e-6)
+        assert torch.allclose(plain.contextualize(query)[0], shifted.contextualize_queries(query)[0], atol=1e-6)
         assert not torch.allclose(plain(query, document), shifted(query, document))
 
 

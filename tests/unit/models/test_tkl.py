@@ -38,17 +38,36 @@ def document_batch(lengths, total, seed=1, vocab=80):
 QUERY = torch.tensor([[5, 9, 1, 12, 0]])  # three terms, an OOV term, padding
 
 
-def test_packed_and_unpacked_chunks_give_the_same_scores():
+def contextualize_document(model, document):
+    """(central representations of the chunks the model contextualises [N, chunk, D], kept-chunk mask [B, C])."""
+    packed, keep = model._packed_chunks(document)
+    return torch.cat([model._contextualize_chunks(chunks) for _, chunks in model._chunk_groups(packed)]), keep
+
+
+def contextualize_every_chunk(model, monkeypatch):
+    """The reference the packing must match: every chunk contextualised, the batch's padding kept."""
+    def every_chunk(document, only=None):
+        chunks = model._chunk(document)
+        keep = torch.ones(chunks.shape[:2], dtype=torch.bool, device=document.device)
+        if only is not None:
+            keep &= only
+        return chunks[keep], keep
+
+    monkeypatch.setattr(model, "_packed_chunks", every_chunk)
+    monkeypatch.setattr(model, "_trim", lambda document: document)
+
+
+def test_packed_and_unpacked_chunks_give_the_same_scores(monkeypatch):
     model = tiny(cpu_slice_tokens=0, cpu_slice_chunks=0)
     document = document_batch([130, 0, 45, 200, 7], 260)
     document[3, 40:159] = 0  # two whole chunks of padding inside a document, then one token of the next
     query = QUERY.repeat(5, 1)
-    _, keep = model.contextualize_document(document)
+    _, keep = contextualize_document(model, document)
     assert keep.sum().item() == 4 + 0 + 2 + 3 + 1 < keep.numel()  # padding chunks really skipped
     with torch.inference_mode():
         packed, packed_regions = model.score_with_regions(query, document)
-        model._pack = False
-        _, every = model.contextualize_document(document)
+        contextualize_every_chunk(model, monkeypatch)
+        _, every = contextualize_document(model, document)
         assert bool(every.all())
         unpacked, unpacked_regions = model.score_with_regions(query, document)
     assert torch.allclose(packed, unpacked, atol=1e-5)
@@ -114,9 +133,10 @@ def test_with_dropout_training_takes_the_single_pass(monkeypatch):
 
 
 @pytest.mark.parametrize("pack", [True, False])
-def test_more_padding_does_not_change_a_documents_score_or_regions(pack):
+def test_more_padding_does_not_change_a_documents_score_or_regions(pack, monkeypatch):
     model = tiny()
-    model._pack = pack
+    if not pack:
+        contextualize_every_chunk(model, monkeypatch)
     lengths = [37, 95, 161]
     document = document_batch(lengths, 400)
     query = QUERY.repeat(3, 1)
@@ -150,7 +170,7 @@ def test_each_chunk_sees_its_overlap_context_with_positions_restarting():
     document = document_batch([23], 23)
     padded = torch.nn.functional.pad(document, (overlap, 4 * size + overlap - 23))
     with torch.inference_mode():
-        central, keep = model.contextualize_document(document)
+        central, keep = contextualize_document(model, document)
         assert keep.tolist() == [[True] * 4]
         for chunk in range(4):
             window = padded[:, chunk * size: chunk * size + size + 2 * overlap]

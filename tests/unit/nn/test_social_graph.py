@@ -300,7 +300,7 @@ def test_partition_of_empty_graph_and_padding():
 
 
 @pytest.mark.parametrize("settings,message", [
-    ({"p": 0}, "p must be an integer >= 1"),
+    ({"p": 0}, "p must be a positive integer"),
     ({"step": 0}, "step"),
     ({"delta": -1}, "delta"),
     ({"top_k": 2.5}, "top_k"),

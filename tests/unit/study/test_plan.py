@@ -19,6 +19,7 @@ def config(**runs):
         "first_stage": {"datasets": ["passages", "documents"]},
         "neural": {
             "device": "cpu",
+            "precision": "fp32",
             "training": {"loss": "pairwise", "max_steps": 10},
             "models": {"tk": {"model": "tk"}, "bert": {"model": "bert_cat", "encoder": "study"}},
             "embeddings": {"w2v": {"method": "word2vec"}, "wp": {"method": "wordpiece"}},
@@ -31,7 +32,7 @@ def test_a_trained_run_resolves_to_itself():
     run = plan_runs(config(p1={"model": "tk", "embeddings": "w2v", "train": "passages", "seeds": [1, 2],
                                "evaluate": ["passages", "documents"], "training": {"max_steps": 5}}))["p1"]
     assert run.base == "p1" and run.seeds == (1, 2) and run.model == "tk" and run.train == "passages"
-    assert run.training == {"loss": "pairwise", "max_steps": 5, "device": "cpu"}
+    assert run.training == {"loss": "pairwise", "max_steps": 5, "device": "cpu", "precision": "fp32"}
     assert run.model_dir(2) == "models/passages/tk/p1/seed2" and run.encoder_dir(1) is None
     assert run.datasets == ("passages", "documents") and run.example_kind == "triples"
     assert run.system == "tk.p1.s1" and run.view_seeds == (1,)
@@ -184,15 +185,32 @@ def test_the_shared_stages_inputs_and_settings():
     # the vocabulary's own dataset and its word vectors' corpus, against a dataset neither has seen
     assert text.tokens_arg("w2v", "synthetic-doc") == "--vocab text/w2v/vocab"
     assert text.tokens_arg("ft", "synthetic-passage") == "--vocab text/ft/vocab"
-    assert text.tokens_arg("ft", "synthetic-doc") == "--vocab text/ft/vocab --min-coverage 0.5"
+    assert text.tokens_arg("ft", "synthetic-doc") == "--vocab text/ft/vocab"  # in its vectors' corpus
+    assert text.tokens_arg("ft", "synthetic-lists") == "--vocab text/ft/vocab --min-coverage 0.5"
     assert text.vectors_inputs("w2v")["store"] == ["text/w2v/synthetic-passage/collection",
                                                    "text/w2v/synthetic-doc/collection"]
-    assert text.vectors_inputs("ft")["store"] == ["text/ft/synthetic-passage/collection"]  # its vocabulary's dataset
+    assert text.vectors_inputs("ft")["store"] == ["text/ft/synthetic-passage/collection",  # its corpus
+                                                  "text/ft/synthetic-doc/collection"]
     assert "corpus" not in text.vectors_settings("w2v") and text.vectors_settings("w2v")["dim"] == 64
     assert text.vocabulary_inputs("ft")["queries"] == [f"data/synthetic-passage/queries.{split}.tsv"
                                                        for split in ("train", "dev", "test")]
     assert text.vocabulary_inputs("w2v")["queries"] == []
     assert text.encoder_inputs("study")["embeddings"] == "text/w2v/embeddings.npy"
+    assert text.min_count("w2v") == 5 and text.min_count("ft") == 1  # the schema's default, the entry's own
+    assert stage.model("dense") == "dense" and stage.device("dense") == "auto"
+    assert stage.index_stats("synthetic-doc") == {}
+    assert stage.threads == 1 and stage.terms_tolerance == 0.01
+
+
+def test_the_settings_the_rules_read_come_from_the_plan():
+    plan = StudyPlan.from_config(study_config(
+        "datasets:\n  synthetic-doc: {train_min_grade: 2}\nneural: {rerank: {depths: [5, 100, 5]}}\n"))
+    assert plan.seed == 42 and "nDCG@10" in plan.measures and plan.expected == "config/expected/default.yaml"
+    assert plan.threads == 1 and plan.device == "auto" and plan.examples["per_query"] == 20
+    assert plan.reproduction == {"comparable": False, "reported": []}  # the schema's default filled in
+    assert plan.train_min_grade("synthetic-doc") == 2 and plan.train_min_grade("synthetic-passage") == 1
+    assert plan.tuning_depths("p1") == [5, 100, 5] and plan.tuning_depths("ce-passage") == [5, 50, 5]
+    assert plan.efficiency["setup"]["threads"] == 1 and plan.choppy.device == "auto"
 
 
 def test_claims_on_data_the_config_does_not_run_are_reported_not_run():

@@ -13,7 +13,7 @@ from helpers import REPO
 from rankstudy.datasets.irds import IrdsConfig
 from rankstudy.datasets.local import LocalConfig
 from rankstudy.datasets.synthetic import SyntheticConfig
-from rankstudy.nn.study_encoder import StudyEncoderConfig
+from rankstudy.text.study_encoder import StudyEncoderConfig
 from rankstudy.train.loop import TrainConfig
 from rankstudy.truncation.bicut import BiCutConfig
 from rankstudy.truncation.experiment import TruncationConfig
@@ -58,7 +58,8 @@ def assert_defaults_match(properties, defaults, where):
 
 # (schema path, dataclass, fields the workflow fills in from elsewhere, schema keys the workflow itself reads)
 SECTIONS = [
-    (("neural", "training"), TrainConfig, {"device", "rel_threshold"}, set()),  # neural.device; the dev split's
+    # neural.device and neural.precision; the dev split's
+    (("neural", "training"), TrainConfig, {"device", "precision", "rel_threshold"}, set()),
     (("choppy",), TruncationConfig, set(), {"runs"}),
     (("$choppy_model",), ChoppyConfig, {"max_length"}, set()),  # choppy.n; choppy.model and model_by_metric.*
     (("choppy", "bicut"), BiCutConfig, set(), set()),

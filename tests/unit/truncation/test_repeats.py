@@ -135,7 +135,7 @@ def test_each_metrics_choppy_takes_its_own_settings():
     assert (settings["choppy_dcg"]["score_scaling"], settings["choppy_dcg"]["epochs_run"]) == ("train", 2)
     assert len(settings["choppy_dcg"]["train_loss"]) == 2  # the learning curve
     with pytest.raises(ValueError, match="model_by_metric"):
-        TruncationConfig(model_by_metric={"ndcg": {}})
+        TruncationConfig(n=10, model_by_metric={"ndcg": {}})
 
 
 def test_listed_queries_without_judgments_are_left_out():

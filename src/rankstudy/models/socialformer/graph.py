@@ -84,13 +84,13 @@ not run as published; its bugs are not copied):
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import torch
 from torch import Tensor
 
+from rankstudy.config import check_ints, is_int, is_number
 from rankstudy.models.socialformer import patterns
 from rankstudy.models.socialformer.partition import PARTITIONS, Partition, partition_graph
 
@@ -100,14 +100,6 @@ PATTERNS = ("static_distance", "static_centrality", "dynamic_distance", "dynamic
 def _default_weights() -> dict[str, float]:
     # The released code's fixed mix: 0.3 static distance, 0.2 tf-idf, 0.3 dynamic distance, 0.2 BERT.
     return {"static_distance": 0.3, "static_centrality": 0.2, "dynamic_distance": 0.3, "dynamic_centrality": 0.2}
-
-
-def _is_int(value) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
-def _is_number(value) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
 @dataclass
@@ -127,11 +119,10 @@ class SocialGraphConfig:
     centrality_floor: float | None = None  # dynamic centrality of unselected tokens; None: their cosine
 
     def __post_init__(self) -> None:
-        for name, minimum in (("p", 1), ("delta", 0), ("step", 1), ("top_k", 1), ("max_nodes", 2), ("max_circles", 1)):
-            value = getattr(self, name)
-            if not _is_int(value) or value < minimum:
-                raise ValueError(f"SocialGraphConfig.{name} must be an integer >= {minimum}, got {value!r}")
-        if not _is_int(self.seed):
+        check_ints(self, "p", "step", "top_k", "max_circles")
+        check_ints(self, "delta", minimum=0)
+        check_ints(self, "max_nodes", minimum=2)
+        if not is_int(self.seed):
             raise ValueError(f"SocialGraphConfig.seed must be an integer, got {self.seed!r}")
         if not isinstance(self.weights, Mapping) or not self.weights:
             raise ValueError(
@@ -145,11 +136,11 @@ class SocialGraphConfig:
                 f"expected some of {', '.join(PATTERNS)}"
             )
         for name, value in self.weights.items():
-            if not _is_number(value) or value < 0:
+            if not is_number(value) or value < 0:
                 raise ValueError(f"SocialGraphConfig.weights[{name!r}] must be a finite number >= 0, got {value!r}")
         if not any(value > 0 for value in self.weights.values()):
             raise ValueError("SocialGraphConfig.weights: at least one pattern needs a positive weight")
-        if not _is_number(self.sparsity) or not 0 <= self.sparsity < 1:
+        if not is_number(self.sparsity) or not 0 <= self.sparsity < 1:
             raise ValueError(f"SocialGraphConfig.sparsity must be a number in [0, 1), got {self.sparsity!r}")
         for name, allowed in (
             ("partition", PARTITIONS),
@@ -161,7 +152,7 @@ class SocialGraphConfig:
                     f"SocialGraphConfig.{name} must be one of {', '.join(allowed)}, got {getattr(self, name)!r}"
                 )
         floor = self.centrality_floor
-        if floor is not None and (not _is_number(floor) or not 0 <= floor <= 1):
+        if floor is not None and (not is_number(floor) or not 0 <= floor <= 1):
             raise ValueError(f"SocialGraphConfig.centrality_floor must be null or a number in [0, 1], got {floor!r}")
 
     @property

@@ -101,21 +101,17 @@ import torch
 from torch import Tensor, nn
 from torch.nn.utils.rnn import pad_sequence
 
-from rankstudy.config import ConfigError
+from rankstudy.config import ConfigError, check_ints
 from rankstudy.models.base import EncoderRanker
 from rankstudy.models.socialformer import patterns
 from rankstudy.models.socialformer.graph import SocialGraphConfig, build_social_graph, make_generator
 from rankstudy.nn.pretrained import PAD_ID, drop_pooler, has_score_head, load_encoder, pair_inputs, score_head
+from rankstudy.precision import in_fp32
 
 log = logging.getLogger(__name__)
 
 AGGREGATIONS = ("max", "mean", "attention")
 MERGE_INITS = ("identity", "default")
-
-
-def _positive_int_or_none(value, name: str, minimum: int = 1) -> None:
-    if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < minimum):
-        raise ValueError(f"{name} must be null or an integer >= {minimum}, got {value!r}")
 
 
 @dataclass
@@ -143,14 +139,10 @@ class SocialformerConfig:
             self.graph = SocialGraphConfig(**self.graph)
         if not isinstance(self.graph, SocialGraphConfig):
             raise ValueError(f"graph must be a mapping of SocialGraphConfig keys, got {self.graph!r}")
-        _positive_int_or_none(self.encoder_layers, "encoder_layers")
-        _positive_int_or_none(self.centrality_layers, "centrality_layers")
-        _positive_int_or_none(self.max_passages, "max_passages", minimum=0)
-        for name, minimum in (("passage_length", 1), ("max_length", 4), ("inter_heads", 1),
-                              ("inter_feedforward", 1), ("length_buckets", 1)):
-            value = getattr(self, name)
-            if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
-                raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
+        check_ints(self, "encoder_layers", "centrality_layers", nullable=True)
+        check_ints(self, "max_passages", minimum=0, nullable=True)
+        check_ints(self, "passage_length", "inter_heads", "inter_feedforward", "length_buckets")
+        check_ints(self, "max_length", minimum=4)
         if self.aggregation not in AGGREGATIONS:
             raise ValueError(f"aggregation must be one of {', '.join(AGGREGATIONS)}, got {self.aggregation!r}")
         if not isinstance(self.warm_head, bool):
@@ -458,4 +450,4 @@ class Socialformer(EncoderRanker):
         if self.training:
             self.graph_step += 1
         vector = self._aggregate(cls, block_document, slot, query.shape[0])
-        return self.score(self.dropout(vector)).squeeze(1)
+        return in_fp32(self.score)(self.dropout(vector)).squeeze(1)

@@ -7,8 +7,8 @@ import argparse
 import json
 from pathlib import Path
 
-from rankstudy.cli.registry import subcommand
 from rankstudy.errors import StudyError
+from rankstudy.subcommands import subcommand
 
 
 def _merge_folds(args: argparse.Namespace) -> None:

@@ -5,27 +5,33 @@ from __future__ import annotations
 
 import shlex
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import Any, Mapping
 
-if TYPE_CHECKING:
-    from rankstudy.study.plan import StudyPlan
+from rankstudy.papers.section import Study
+from rankstudy.truncation.methods import METRIC_NAMES, methods
+from rankstudy.truncation.methods import METRICS as MEASURES
 
-MEASURES = ("f1", "dcg")  # what a truncation is scored by (rankstudy.truncation.experiment)
+__all__ = ["MEASURES", "STUDY_FILES", "ChoppyOutputs"]  # MEASURES: study.claims reads it here
 STUDY_FILES = ("results.csv", "per_query.csv", "fig1.json", "settings.json")  # truncation.experiment.write_study
 
 
 @dataclass(frozen=True)
 class ChoppyOutputs:
-    plan: StudyPlan
+    plan: Study
 
     @property
     def section(self) -> Mapping[str, Any]:
         return self.plan.config["choppy"]
 
     @property
+    def device(self) -> str:
+        """The device of Choppy's and BiCut's training (choppy.device)."""
+        return self.section["device"]
+
+    @property
     def methods(self) -> list[str]:
         """Table 1's rows: the oracle, the baselines, BiCut, Choppy."""
-        return ["Oracle", "Greedy-k", "BiCut", "Choppy"] + [f"Fixed-{k}" for k in self.section["fixed_k"]]
+        return methods(self.section["fixed_k"])
 
     def names(self) -> list[str]:
         """The run types whose lists the study produces (workflow runs of its datasets, cross-validation
@@ -49,7 +55,7 @@ class ChoppyOutputs:
         if not self.names():
             return {}
         return {"choppy_table1": {"rows": [f"{name} | {method}" for name in self.names() for method in self.methods],
-                                  "columns": ["F1", "DCG"]}}
+                                  "columns": list(METRIC_NAMES.values())}}
 
     def inputs(self, name: str) -> dict[str, str]:
         """{run, qrels} of a run type: a workflow run, merged folds or external files."""

@@ -13,9 +13,8 @@ from rankstudy.errors import StudyError
 from rankstudy.report.figures import plt, save_figure
 from rankstudy.report.tables import write_table
 from rankstudy.significance import wilcoxon_p
-from rankstudy.truncation.repeats import method_name, query_key
-
-METRIC_NAMES = {"f1": "F1", "dcg": "DCG"}
+from rankstudy.truncation.methods import BICUT, GREEDY, METRIC_NAMES, METRICS, ORDER, method_name
+from rankstudy.truncation.repeats import query_key
 
 
 def table1(study_dirs: Sequence[Path], names: Sequence[str], out_prefix: Path) -> pd.DataFrame:
@@ -34,22 +33,23 @@ def table1(study_dirs: Sequence[Path], names: Sequence[str], out_prefix: Path) -
             spread = results.pivot(index="method", columns="metric", values=column)
             wide = wide.join(spread.rename(columns={m: f"{label} ({METRIC_NAMES[m]})" for m in spread.columns}))
         for metric in results["metric"].unique():
-            wide[f"p vs Greedy-k ({METRIC_NAMES[metric]})"] = _p_against(per_query, metric, "Greedy-k")
+            wide[f"p vs {GREEDY} ({METRIC_NAMES[metric]})"] = _p_against(per_query, metric, GREEDY)
             if repeated:
-                wide[f"repeats above Greedy-k ({METRIC_NAMES[metric]})"] = _repeats_above(per_query, metric, "Greedy-k")
-        bicut = wide.loc["BiCut", "F1"] if "BiCut" in wide.index else None
-        wide["F1 gain over BiCut (%)"] = (wide["F1"] / bicut - 1) * 100 if bicut else None
+                wide[f"repeats above {GREEDY} ({METRIC_NAMES[metric]})"] = _repeats_above(per_query, metric, GREEDY)
+        bicut = wide.loc[BICUT, "F1"] if BICUT in wide.index else None
+        wide[f"F1 gain over {BICUT} (%)"] = (wide["F1"] / bicut - 1) * 100 if bicut else None
         frames.append(wide.reset_index().assign(run=name))
         settings.append(f"{name}: {settings_caption(json.loads((Path(directory) / 'settings.json').read_text()))}")
     if not frames:
         raise StudyError("Choppy Table 1: no truncation results")
-    columns = ["run", "method", "F1", "sd (F1)", "DCG", "sd (DCG)", "F1 gain over BiCut (%)", "p vs Greedy-k (F1)",
-               "p vs Greedy-k (DCG)", "repeats above Greedy-k (F1)", "repeats above Greedy-k (DCG)",
-               "mean cut (F1)", "cut sd (F1)", "cut rho (F1)", "mean cut (DCG)", "cut sd (DCG)", "cut rho (DCG)"]
+    columns = ["run", "method", "F1", "sd (F1)", "DCG", "sd (DCG)", f"F1 gain over {BICUT} (%)",
+               f"p vs {GREEDY} (F1)", f"p vs {GREEDY} (DCG)", f"repeats above {GREEDY} (F1)",
+               f"repeats above {GREEDY} (DCG)", "mean cut (F1)", "cut sd (F1)", "cut rho (F1)", "mean cut (DCG)",
+               "cut sd (DCG)", "cut rho (DCG)"]
     table = pd.concat(frames, ignore_index=True)
     table = table.reindex(columns=[column for column in columns if column in table.columns])
-    order = {m: i for i, m in enumerate(["Oracle", "Fixed", "Greedy", "BiCut", "Choppy"])}
-    table["_order"] = table["method"].map(lambda m: next((v for k, v in order.items() if m.startswith(k)), 9))
+    table["_order"] = table["method"].map(lambda m: next((i for i, start in enumerate(ORDER) if m.startswith(start)),
+                                                          len(ORDER)))
     table = table.sort_values(["run", "_order", "method"], key=lambda c: c.map(_natural) if c.name == "method" else c)
     table = table.drop(columns="_order").reset_index(drop=True)
     write_table(table, out_prefix, "Choppy paper Table 1: mean F1 and penalised DCG on the test queries when "
@@ -92,7 +92,7 @@ def settings_caption(settings: dict) -> str:
         fixed = settings.get("split_from") == "query-id files"
         parts.append(f"{repeats} repeats ({'the split of the query-id files' if fixed else 'a random split each'}, "
                      f"trained with seeds seed + 0..{repeats - 1})")
-    models = [settings[f"choppy_{m}"] for m in ("f1", "dcg") if f"choppy_{m}" in settings]
+    models = [settings[f"choppy_{m}"] for m in METRICS if f"choppy_{m}" in settings]
     if models:
         def value(key: str) -> str:
             """One value, or one per metric ("a/b" for F1/DCG) where the metrics' Choppys differ."""
@@ -140,7 +140,7 @@ def figure1(study_dirs: Sequence[Path], names: Sequence[str], out_prefix: Path) 
     with atomic_open(Path(f"{out_prefix}.csv")) as out:
         cut_histograms(study_dirs, names).to_csv(out, index=False)
     fig1 = json.loads((Path(study_dirs[0]) / "fig1.json").read_text())
-    metrics = [m for m in ("f1", "dcg") if m in fig1]
+    metrics = [m for m in METRICS if m in fig1]
     figure, axes = plt.subplots(2 * len(metrics), 3, figsize=(12, 3.2 * len(metrics) * 2), squeeze=False,
                                 constrained_layout=True)
     for row, metric in enumerate(metrics):
@@ -164,7 +164,7 @@ def figure2(study_dirs: Sequence[Path], names: Sequence[str], out_prefix: Path) 
         raise StudyError("Choppy Fig. 2: no grid results (set choppy.grid_d and grid_heads)")
     figure, axes = plt.subplots(len(grids), 2, figsize=(9, 3.6 * len(grids)), squeeze=False, constrained_layout=True)
     for row, (name, grid) in enumerate(grids):
-        for column, metric in enumerate(("f1", "dcg")):
+        for column, metric in enumerate(METRICS):
             cell = grid[grid["metric"] == metric].pivot(index="d_model", columns="heads", values="value")
             axis = axes[row, column]
             image = axis.imshow(cell.to_numpy(), cmap="viridis", aspect="auto")

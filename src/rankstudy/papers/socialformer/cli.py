@@ -7,7 +7,7 @@ import json
 import logging
 from pathlib import Path
 
-from rankstudy.cli.registry import subcommand
+from rankstudy.subcommands import subcommand
 
 log = logging.getLogger("rankstudy")
 

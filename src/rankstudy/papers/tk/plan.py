@@ -4,18 +4,16 @@ Tables 3-4's runs and the interpretability view's run."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from rankstudy.config import ConfigError
+from rankstudy.papers.section import Study
 from rankstudy.report.columns import TK_DEV_MEASURES, TK_MEASURES, TK_TEST_MEASURES
-
-if TYPE_CHECKING:
-    from rankstudy.study.plan import StudyPlan
 
 
 @dataclass(frozen=True)
 class TKOutputs:
-    plan: StudyPlan
+    plan: Study
 
     def check(self) -> None:
         for key in ("table2_runs", "query_tables"):

@@ -6,8 +6,8 @@ import argparse
 import json
 from pathlib import Path
 
-from rankstudy.cli.registry import scoring_arguments, subcommand
 from rankstudy.report.columns import REGIONS_AFTER
+from rankstudy.subcommands import scoring_arguments, subcommand
 
 
 def _regions(args: argparse.Namespace) -> None:

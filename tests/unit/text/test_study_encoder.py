@@ -1,4 +1,4 @@
-"""The study encoder (rankstudy.nn.study_encoder): tokenizers, word-vector rows, masked-LM
+"""The study encoder (rankstudy.text.study_encoder): tokenizers, word-vector rows, masked-LM
 pre-training, and loading through the same ``encoder:`` path as MiniLM."""
 
 from __future__ import annotations
@@ -17,9 +17,9 @@ from rankstudy.errors import StudyError
 from rankstudy.models.bert_cat import BertCat, BertCatConfig
 from rankstudy.models.passage_bert import MaxP, PassageConfig
 from rankstudy.nn.pretrained import load_encoder, load_tokenizer, special_ids
-from rankstudy.nn.study_encoder import SPECIAL_TOKENS, StudyEncoderConfig, build_study_encoder
 from rankstudy.store import TokenStore
 from rankstudy.text.embeddings import save_embeddings
+from rankstudy.text.study_encoder import SPECIAL_TOKENS, StudyEncoderConfig, build_study_encoder
 from rankstudy.text.tokenize import tokenize
 from rankstudy.text.vocab import build_vocabulary
 from rankstudy.text.wordpiece import build_wordpiece_store, check_wordpiece_store

@@ -1,5 +1,7 @@
-"""The subcommand registry: each command module registers its commands' argument declarations with
-``@subcommand``; ``rankstudy.cli.build_parser`` adds them to the parser."""
+"""The subcommand registry: each command module (``rankstudy.cli.*``, ``rankstudy.papers.*.cli``) registers its
+commands' argument declarations with ``@subcommand``; ``rankstudy.cli.build_parser`` adds them to the parser.
+A module of the lowest layer, so that the papers' command modules register without importing ``cli/`` above them
+(docs/architecture.md, "Layers")."""
 
 from __future__ import annotations
 

@@ -46,6 +46,7 @@ import torch
 from tqdm import tqdm
 
 from rankstudy.atomic import atomic_path
+from rankstudy.config import check_ints
 from rankstudy.errors import StudyError
 from rankstudy.formats import iter_collection
 from rankstudy.text.vocab import SPECIALS, Vocabulary
@@ -82,13 +83,9 @@ class StudyEncoderConfig:
             raise ValueError(f"attention_init must be one of {', '.join(ATTENTION_INITS)}, got {self.attention_init!r}")
         if self.tokenizer not in TOKENIZERS:
             raise ValueError(f"tokenizer must be one of {', '.join(TOKENIZERS)}, got {self.tokenizer!r}")
-        for name in ("wordpiece_vocab_size", "layers", "heads", "intermediate_size", "max_positions",
-                     "mlm_batch_size", "mlm_length"):
-            value = getattr(self, name)
-            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-                raise ValueError(f"{name} must be a positive integer, got {value!r}")
-        if not isinstance(self.mlm_steps, int) or self.mlm_steps < 0:
-            raise ValueError(f"mlm_steps must be an integer >= 0, got {self.mlm_steps!r}")
+        check_ints(self, "wordpiece_vocab_size", "layers", "heads", "intermediate_size", "max_positions",
+                   "mlm_batch_size", "mlm_length")
+        check_ints(self, "mlm_steps", minimum=0)
         if self.mlm_length + 2 > self.max_positions:
             raise ValueError(f"mlm_length + 2 ([CLS], [SEP]) must fit max_positions {self.max_positions}")
         for name in ("dropout", "mlm_probability"):
