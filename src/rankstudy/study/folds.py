@@ -13,12 +13,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from functools import cached_property
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from rankstudy.datasets.folds import ROLES
-
-if TYPE_CHECKING:
-    from rankstudy.study.plan import StudyPlan
+from rankstudy.papers.section import Study
 
 
 def alternatives(names: list[str]) -> str:
@@ -28,7 +26,7 @@ def alternatives(names: list[str]) -> str:
 
 @dataclass(frozen=True)
 class Folds:
-    plan: StudyPlan
+    plan: Study
 
     @property
     def parents(self) -> list[str]:

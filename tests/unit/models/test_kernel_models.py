@@ -226,7 +226,7 @@ def test_heads_of_their_own_size():
 
 
 def test_every_model_declares_its_capabilities_on_the_ranker_base():
-    encoder_models = {"bert_cat", "firstp", "maxp", "idcm", "parade", "sparse_bert", "socialformer"}
+    encoder_models = {"bert_cat", "bi_encoder", "firstp", "maxp", "idcm", "parade", "sparse_bert", "socialformer"}
     for name, (model_class, _) in MODELS.items():
         assert issubclass(model_class, Ranker), name
         assert model_class.TOKENIZER == ("wordpiece" if name in encoder_models else "word"), name
@@ -234,4 +234,4 @@ def test_every_model_declares_its_capabilities_on_the_ranker_base():
     declaring = {flag: {name for name, (model_class, _) in MODELS.items() if getattr(model_class, flag)}
                  for flag in ("NEEDS_IDF", "CLS_HEAD")}
     assert declaring["NEEDS_IDF"] == {"tkl", "drmm", "socialformer"}
-    assert declaring["CLS_HEAD"] == encoder_models - {"socialformer"}
+    assert declaring["CLS_HEAD"] == encoder_models - {"socialformer", "bi_encoder"}  # the bi-encoder: a cosine
