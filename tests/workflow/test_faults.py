@@ -11,7 +11,9 @@ no temporary is left. A second `snakemake` started while one runs is refused wit
 
 from __future__ import annotations
 
+import os
 import random
+import signal
 import subprocess
 import time
 from pathlib import Path
@@ -102,11 +104,16 @@ def test_a_study_killed_anywhere_resumes_to_the_same_results(tiny_study, tmp_pat
                 compared += 1
     assert compared > 20
     assert not list(work.rglob("*.tmp*")), "a temporary file of a killed job was left behind"
-    # last (it rewrites every output), and apart from the kills: a second snakemake blocks for seconds, in which
-    # a short job could start and end unseen (it did: the index job was missed)
-    log = tmp_path / "snakemake.lock.log"
-    process = start(work, log, "--forceall")
-    time.sleep(2)
-    second = snakemake(work, *TARGETS, "--cores", "1", "--configfile", "tiny.yaml")
+    # last, and apart from the kills: a second snakemake blocks for seconds, in which a short job could start and
+    # end unseen (it did: the index job was missed). The first is paused once it holds its lock files (its 40 s of
+    # work ended before a loaded machine's second snakemake got to its lock check), the second forces its jobs
+    # (with nothing to do it would exit before locking).
+    process = start(work, tmp_path / "snakemake.lock.log", "--forceall")
+    locks, deadline = work / ".snakemake" / "locks", time.monotonic() + 300
+    while not any(locks.glob("*.lock")) and process.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert any(locks.glob("*.lock")), "the first snakemake never locked the working directory"
+    os.killpg(process.pid, signal.SIGSTOP)
+    second = snakemake(work, *TARGETS, "--forceall", "--cores", "1", "--configfile", "tiny.yaml")
+    kill_everything(work, process)
     assert second.returncode != 0 and "cannot be locked" in second.stdout + second.stderr
-    assert process.wait(timeout=900) == 0, log.read_text()[-3000:]
