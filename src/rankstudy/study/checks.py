@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from rankstudy.config import ConfigError
+from rankstudy.study.folds import DEFAULTS as FOLD_DEFAULTS, fold_names
 
 
 # sections named after a paper since issue 17; an old config fails naming the new key instead of the
@@ -40,7 +41,7 @@ def check_references(config: Mapping[str, Any]) -> None:
         folds = spec.get("folds")
         if folds is None:
             continue
-        taken = [f"{name}-fold{i}" for i in range(1, folds.get("k", 5) + 1) if f"{name}-fold{i}" in datasets]
+        taken = [fold for fold in fold_names(name, folds.get("k", FOLD_DEFAULTS["k"])) if fold in datasets]
         if taken:
             raise ConfigError(f"config: datasets.{name}.folds makes the fold datasets {name}-fold1 ...; "
                               f"{', '.join(taken)} is already a key of datasets")

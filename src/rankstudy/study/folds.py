@@ -19,6 +19,14 @@ from rankstudy.datasets.folds import ROLES
 from rankstudy.papers.section import Study
 
 
+DEFAULTS = {"k": 5, "split": "test"}  # the schema's defaults, for plans built from unvalidated dicts (tests)
+
+
+def fold_names(parent: str, k: int) -> list[str]:
+    """The fold datasets of a dataset with k folds, NAME-fold1 … NAME-foldk."""
+    return [f"{parent}-fold{i}" for i in range(1, k + 1)]
+
+
 def alternatives(names: list[str]) -> str:
     """A wildcard pattern matching exactly these names; one that matches nothing if there are none."""
     return "|".join(re.escape(name) for name in names) or "(?!)"
@@ -35,7 +43,7 @@ class Folds:
 
     def settings(self, parent: str) -> dict[str, Any]:
         """k, seed (default: the study seed) and the folded split of a dataset with folds."""
-        spec = {"k": 5, "split": "test", **self.plan.datasets[parent]["folds"]}
+        spec = {**DEFAULTS, **self.plan.datasets[parent]["folds"]}
         return {**spec, "seed": spec.get("seed", self.plan.config["seed"])}
 
     def split(self, parent: str) -> str:
@@ -44,7 +52,7 @@ class Folds:
 
     def names(self, parent: str) -> list[str]:
         """The fold datasets of a dataset, NAME-fold1 … NAME-foldk."""
-        return [f"{parent}-fold{i}" for i in range(1, self.settings(parent)["k"] + 1)]
+        return fold_names(parent, self.settings(parent)["k"])
 
     @cached_property
     def _parent_of(self) -> dict[str, str]:
