@@ -9,7 +9,9 @@ One row per trained run and seed, on the test split of the dataset it trained on
   queries it *can read*: those with a relevant document whose evidence starts before the length the run
   reads (synthetic datasets, ``truth.json``; elsewhere every query), each with the paired Wilcoxon p;
 * flags: ``never improved`` (best validation <= initial), ``below first stage`` (lower on the readable
-  queries with p < 0.05).
+  queries with p < 0.05);
+* on synthetic data, its word vectors and the share of concept forms with a synonym among their 10 nearest
+  words (report/synonyms.py): what a model on frozen vectors can know of the synonymy.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ import pandas as pd
 from rankstudy.evaluate import read_metrics
 from rankstudy.report.claims import evidence_queries
 from rankstudy.report.curves import read_log
+from rankstudy.report.synonyms import NEIGHBOURS, synonyms_in_neighbours
 from rankstudy.report.tables import metric_rows, per_query_values, write_table
 from rankstudy.significance import wilcoxon_p
 
@@ -34,7 +37,9 @@ CAPTION = ("Learning audit: every trained run and seed on the test split of the 
            "first stage it re-ranks, on all test queries and on those it can read (a relevant document's evidence "
            "starts within the tokens it reads: the synthetic data's truth.json; elsewhere every query); p: paired "
            "Wilcoxon. flags: never improved (best validation <= initial), below first stage (on the readable queries, "
-           "p < 0.05).")
+           "p < 0.05). synonyms in {k} NN: the share of the synthetic language's concept forms whose {k} nearest "
+           "words in the run's word vectors hold a synonym.")
+SYNONYMS = f"synonyms in {NEIGHBOURS} NN"
 
 
 def _mean(values: Mapping[str, float]) -> float:
@@ -76,7 +81,18 @@ def audit_row(entry: Mapping[str, Any], measure: str) -> dict[str, Any]:
 
 
 def learning_audit(entries: Sequence[Mapping[str, Any]], measure: str, out_prefix: str | os.PathLike) -> pd.DataFrame:
-    """The audit of every entry; writes PREFIX.{csv,md,tex}."""
-    table = pd.DataFrame([audit_row(entry, measure) for entry in entries])
-    write_table(table, Path(out_prefix), CAPTION.format(measure=measure))
+    """The audit of every entry; writes PREFIX.{csv,md,tex}. An entry's ``vectors`` (name, vocab, embeddings; or
+    None) with its ``truth`` add the synonym probe, once per set of vectors."""
+    probes: dict[str, float] = {}
+    rows = []
+    for entry in entries:
+        row, vectors = audit_row(entry, measure), entry.get("vectors")
+        if vectors and entry.get("truth"):
+            name = vectors["name"]
+            if name not in probes:
+                probes[name] = synonyms_in_neighbours(vectors["vocab"], vectors["embeddings"], entry["truth"])
+            row.update({"vectors": name, SYNONYMS: probes[name]})
+        rows.append(row)
+    table = pd.DataFrame(rows)
+    write_table(table, Path(out_prefix), CAPTION.format(measure=measure, k=NEIGHBOURS))
     return table

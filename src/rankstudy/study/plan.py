@@ -257,6 +257,9 @@ class StudyPlan:
             if run.base != name or run.is_ensemble or run.train not in run.datasets:
                 continue
             synthetic = self.datasets[run.train]["source"] == "synthetic"
+            # word vectors (not a word-piece encoder's) on synthetic data: do they hold its synonymy?
+            method = self.config["neural"]["embeddings"][run.embeddings].get("method")
+            word_vectors = synthetic and method != "wordpiece"
             for dataset, seed in product(self.train_datasets(name), run.seeds):
                 system = f"{run.model}.{name}.s{seed}"
                 entries.append({"run": name, "seed": seed, "dataset": dataset, "system": system,
@@ -265,13 +268,19 @@ class StudyPlan:
                                 "first_stage_metrics": f"results/metrics/{dataset}/{self.rerank_from}.test.csv",
                                 "qrels": f"data/{dataset}/qrels.test.txt",
                                 "truth": f"data/{dataset}/truth.json" if synthetic else None,
-                                "length": run.training["max_doc_length"]})
+                                "length": run.training["max_doc_length"],
+                                "vectors": {"name": run.embeddings, "vocab": f"text/{run.embeddings}/vocab",
+                                            "embeddings": f"text/{run.embeddings}/embeddings.npy"}
+                                if word_vectors else None})
         return entries
 
     def learning_audit_inputs(self) -> list[str]:
         """Every file the learning audit reads."""
         keys = ("log", "metrics", "first_stage_metrics", "qrels", "truth")
-        return sorted({entry[key] for entry in self.learning_audit() for key in keys if entry[key]})
+        files = {entry[key] for entry in self.learning_audit() for key in keys if entry[key]}
+        vectors = {path for entry in self.learning_audit() if entry["vectors"]
+                   for path in (entry["vectors"]["vocab"], entry["vectors"]["embeddings"])}
+        return sorted(files | vectors)
 
     def idle_runs(self) -> list[str]:
         """A warning for each run the config defines that no target will produce: it evaluates none of the

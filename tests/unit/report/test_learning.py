@@ -6,7 +6,7 @@ import json
 import pandas as pd
 import pytest
 
-from rankstudy.report.learning import BELOW, NEVER_IMPROVED, audit_row, learning_audit
+from rankstudy.report.learning import BELOW, NEVER_IMPROVED, SYNONYMS, audit_row, learning_audit
 
 from helpers import metric_csv
 
@@ -54,3 +54,16 @@ def test_flags_a_run_that_never_improved_or_ends_below_the_first_stage(tmp_path)
     table = learning_audit([entry(tmp_path, values, length=10)], "nDCG@10", tmp_path / "learning")
     assert table.loc[0, "readable queries"] == 0 and BELOW not in table.loc[0, "flags"]
     assert "learning audit" in (tmp_path / "learning.md").read_text().lower()
+
+
+def test_adds_the_synonym_probe_once_per_set_of_word_vectors(tmp_path, monkeypatch):
+    calls = []
+    monkeypatch.setattr("rankstudy.report.learning.synonyms_in_neighbours",
+                        lambda vocab, embeddings, truth: calls.append(vocab) or 0.85)
+    values = {q: 0.5 for q in FIRST_STAGE}
+    vectors = {"name": "ft", "vocab": "text/ft/vocab", "embeddings": "text/ft/embeddings.npy"}
+    entries = [{**entry(tmp_path, values), "seed": seed, "vectors": vectors} for seed in (1, 2)]
+    table = learning_audit([*entries, entry(tmp_path, values)], "nDCG@10", tmp_path / "learning")
+    assert calls == ["text/ft/vocab"]
+    assert table["vectors"].tolist()[:2] == ["ft", "ft"] and table[SYNONYMS].tolist()[:2] == [0.85, 0.85]
+    assert table[SYNONYMS].isna().tolist()[2]  # an entry without word vectors (an encoder's word pieces)

@@ -356,4 +356,8 @@ def test_the_learning_audit_lists_every_trained_seed():
     d1 = next(entry for entry in entries if entry["run"] == "d1")
     assert d1["truth"] == "data/synthetic-doc/truth.json" and d1["length"] == 200
     assert d1["log"] == "models/synthetic-doc/tk/d1/seed42/log.csv" and d1["first_stage"] == "bm25"
-    assert set(plan.learning_audit_inputs()) >= {d1["log"], d1["metrics"], d1["truth"]}
+    assert set(plan.learning_audit_inputs()) >= {d1["log"], d1["metrics"], d1["truth"], "text/w2v/embeddings.npy"}
+    # word vectors on synthetic data are probed for its synonymy; an encoder's word pieces are not
+    assert d1["vectors"] == {"name": "w2v", "vocab": "text/w2v/vocab", "embeddings": "text/w2v/embeddings.npy"}
+    assert next(entry for entry in entries if entry["run"] == "p2")["vectors"]["name"] == "ft"
+    assert all(entry["vectors"] is None for entry in entries if entry["run"] == "doc-bert")
