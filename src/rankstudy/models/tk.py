@@ -40,7 +40,8 @@ Optional windowed kernel pooling (the notebook's d3 run on documents up to 800 t
 window size w the document is cut into consecutive windows of w tokens, (4) is computed per
 window and scored by w_log, the window scores are sorted and the top ``top_windows`` are
 weighted by learned weights (init 1 / top_windows); the sizes' results are summed. The notebook
-gives no code for this; this is our reading of its description.
+gives no code for this; this is our reading of its description. Its kernel weights w_log start
+non-negative (|U(−a, a)| instead of TK's U(−a, a)), so that the first top windows are the ones that match.
 """
 
 from __future__ import annotations
@@ -182,6 +183,12 @@ class TK(Contextualizing):
         n = self.kernels.count
         self.dense_log = nn.Linear(n, 1, bias=False)
         nn.init.uniform_(self.dense_log.weight, -config.dense_init, config.dense_init)
+        if config.window_sizes:
+            # Windowed pooling keeps the top windows by score, and only they get a gradient. With a weight vector
+            # that starts against matching the top windows are those without the query's words, from which
+            # training never learns matching: d3 stayed at validation 0.04 in 1 of 3 seeds (issue 41;
+            # docs/neural.md). Non-negative weights make the first top windows the best-matching ones.
+            self.dense_log.weight.data.abs_()
         if config.branches == "both":
             self.dense_len = nn.Linear(n, 1, bias=False)
             nn.init.uniform_(self.dense_len.weight, -config.dense_init, config.dense_init)

@@ -151,6 +151,22 @@ def test_windowed_pooling_reduces_to_tk_log_for_one_window():
     assert torch.allclose(plain(query, document), windowed(query, document), atol=1e-6)
 
 
+def test_windowed_pooling_starts_by_preferring_the_windows_that_match():
+    """Only the top windows get a gradient: an untrained model must rank a window holding the query's words above
+    windows without them in every seed, or training never sees a match (d3 stuck in 1 of 3 seeds, issue 41)."""
+    embeddings = random_embeddings(vocab=100)
+    query = torch.tensor([[5, 9, 12]])
+    filler = torch.arange(20, 80).view(1, -1)
+    matching = filler.clone()
+    matching[0, 30:33] = query[0]
+    for seed in range(20):
+        torch.manual_seed(seed)
+        model = build_model("tk", {"heads": 2, "layers": 1, "branches": "log", "window_sizes": [10, 20],
+                                   "top_windows": 2}, embeddings).eval()
+        with torch.no_grad():
+            assert model(query, matching) > model(query, filler), f"seed {seed}"
+
+
 @pytest.mark.parametrize("name, settings", MODEL_SETTINGS)
 def test_parameter_groups_cover_embeddings(name, settings):
     model = build_model(name, settings, random_embeddings())
