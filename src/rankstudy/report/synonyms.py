@@ -41,6 +41,7 @@ def synonyms_in_neighbours(vocab_dir: str | os.PathLike, embeddings_path: str | 
     norms = np.linalg.norm(vectors, axis=1, keepdims=True)
     vectors = vectors / np.maximum(norms, 1e-12)
     ids = {term: i - 2 for i, term in enumerate(vocab.terms) if i >= 2}
+    k = min(k, len(vectors) - 1)  # a vocabulary of k words or fewer: every other word is a neighbour
     hits = []
     for group in concept_forms(truth_path):
         known = [ids[form] for form in group if form in ids]

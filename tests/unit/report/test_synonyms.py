@@ -33,6 +33,7 @@ def test_counts_the_forms_whose_nearest_words_hold_a_synonym(tmp_path):
     # with 2 neighbours kifu still misses kofa (cosine 0: zumi, zeno and bedo are closer)
     assert probe(tmp_path, rows, forms, k=2) == pytest.approx(2 / 4)
     assert probe(tmp_path, rows, forms, k=6) == 1.0
+    assert probe(tmp_path, rows, forms, k=50) == 1.0  # more neighbours than words: every other word
     assert np.isnan(probe(tmp_path, rows, [["lupa"]]))
 
 
