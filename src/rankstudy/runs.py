@@ -1,6 +1,7 @@
 """Operations on runs that need no model: re-ranking to a depth and tuning it, score ensembles, the best
-seed by validation, a given run's lists of a split's queries, cross-validation folds merged. Kept apart from ``rankstudy.rerank`` so that the
-workflow's many small jobs (apply-depth, tune-depth, ensemble, select-seed) do not import torch."""
+seed by validation, a given run's lists of a split's queries, cross-validation folds merged. Kept apart from
+``rankstudy.rerank`` so that the workflow's many small jobs (apply-depth, tune-depth, ensemble, select-seed) do
+not import torch."""
 
 from __future__ import annotations
 

@@ -18,7 +18,7 @@ import numpy as np
 
 from rankstudy.errors import StudyError
 from rankstudy.text.embeddings import load_embeddings
-from rankstudy.text.vocab import Vocabulary
+from rankstudy.text.vocab import OOV, SPECIALS, Vocabulary
 
 NEIGHBOURS = 10
 
@@ -37,17 +37,16 @@ def synonyms_in_neighbours(vocab_dir: str | os.PathLike, embeddings_path: str | 
     """Share of the vocabulary's concept forms that have a synonym among their ``k`` nearest vocabulary words;
     NaN where the vocabulary holds no two forms of one concept."""
     vocab = Vocabulary.load(vocab_dir)
-    vectors = load_embeddings(embeddings_path, vocab)[2:].astype(np.float32)  # rows 0, 1: padding and OOV
-    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
-    vectors = vectors / np.maximum(norms, 1e-12)
-    ids = {term: i - 2 for i, term in enumerate(vocab.terms) if i >= 2}
-    k = min(k, len(vectors) - 1)  # a vocabulary of k words or fewer: every other word is a neighbour
+    vectors = load_embeddings(embeddings_path, vocab)
+    vectors = vectors / np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
+    k = min(k, len(vocab) - len(SPECIALS) - 1)  # a vocabulary of k words or fewer: every other word is a neighbour
     hits = []
     for group in concept_forms(truth_path):
-        known = [ids[form] for form in group if form in ids]
+        known = [vocab.id(form) for form in group if vocab.id(form) != OOV]
         if len(known) < 2:
             continue
         similarity = vectors[known] @ vectors.T  # [forms, V]
+        similarity[:, :len(SPECIALS)] = -np.inf  # padding and OOV are no words
         similarity[np.arange(len(known)), known] = -np.inf  # a word is not its own neighbour
         nearest = np.argpartition(-similarity, k, axis=1)[:, :k]
         hits.extend(bool(set(row.tolist()) & (set(known) - {form})) for form, row in zip(known, nearest))

@@ -277,8 +277,9 @@ class StudyPlan:
     def learning_audit_inputs(self) -> list[str]:
         """Every file the learning audit reads."""
         keys = ("log", "metrics", "first_stage_metrics", "qrels", "truth")
-        files = {entry[key] for entry in self.learning_audit() for key in keys if entry[key]}
-        vectors = {path for entry in self.learning_audit() if entry["vectors"]
+        entries = self.learning_audit()
+        files = {entry[key] for entry in entries for key in keys if entry[key]}
+        vectors = {path for entry in entries if entry["vectors"]
                    for path in (entry["vectors"]["vocab"], entry["vectors"]["embeddings"])}
         return sorted(files | vectors)
 
