@@ -56,19 +56,6 @@ QUICK = {"dim": 40, "vocab": 1000, "max_doc_length": 400, "batches": [4, 8], "tr
 BERT_BASE = {"layers": 12, "hidden": 768, "heads": 12, "intermediate": 3072}
 
 
-def random_bert(out: Path, layers: int, hidden: int, heads: int, intermediate: int) -> Path:
-    """A random BERT encoder directory (config, weights, a WordPiece tokenizer) of these dimensions."""
-    from transformers import BertModel
-
-    from rankstudy.text.study_encoder import StudyEncoderConfig, build_bert, wordpiece_tokenizer
-
-    tokenizer = wordpiece_tokenizer(iter(["a b c d e f g h"] * 4), 100)
-    config = StudyEncoderConfig(layers=layers, heads=heads, intermediate_size=intermediate, max_positions=512)
-    BertModel(build_bert(config, 30522, hidden)).save_pretrained(str(out))
-    tokenizer.save_pretrained(str(out))
-    return out
-
-
 def batch_sizes(doc_length: int, quick: bool) -> list[int]:
     """The sweep: 16, 32, ... up to 4,096 documents of up to 512 tokens, 1,024 of longer ones."""
     if quick:
@@ -324,12 +311,15 @@ def main() -> None:
     options = {"device": args.device, "quick": args.quick, "precisions": args.precisions.split(","),
                "compile": [name for name in args.compile.split(",") if name], "compile_mode": args.compile_mode,
                "repeats": 1 if args.quick else 3, "min_seconds": 0.0 if args.quick else 0.3}
+    from rankstudy.text.study_encoder import random_bert
+
     started, replaced = time.time(), []
     with tempfile.TemporaryDirectory() as tmp:
         for name, settings in models.items():
-            if "encoder" in settings and not Path(settings["encoder"]).is_dir():
-                size = QUICK["bert"] if args.quick else BERT_BASE
-                settings["encoder"] = str(random_bert(Path(tmp) / name, **size))
+            wanted = settings.pop("random_encoder", None)  # the config's own random BERT (rankstudy.efficiency)
+            if wanted or ("encoder" in settings and not Path(settings["encoder"]).is_dir()):
+                size = QUICK["bert"] if args.quick else (wanted or BERT_BASE)
+                settings["encoder"] = random_bert(Path(tmp) / name, **size)
                 replaced.append(f"{name} (random, {size['layers']} layers of {size['hidden']})")
         results = run_models(models, setup, options, args.time_limit or (90 if args.quick else 420))
     device_name, peaks = _peaks(device, args.peak_tflops)

@@ -16,10 +16,10 @@ from rankstudy.config import ConfigError, from_dict
 
 def model_problems(models: Mapping[str, Mapping[str, Any]], where: str = "neural.models") -> list[str]:
     """One line per model entry whose settings its class's config dataclass refuses."""
-    from rankstudy.efficiency import SETUP_OVERRIDES
+    from rankstudy.efficiency import MEASUREMENT_KEYS, RandomEncoder
     from rankstudy.models import MODELS
 
-    measured_only = ("model", *SETUP_OVERRIDES) if where.endswith("efficiency.models") else ("model",)
+    measured_only = ("model", *MEASUREMENT_KEYS) if where.endswith("efficiency.models") else ("model",)
     problems = []
     for name, settings in models.items():
         kind = settings.get("model")
@@ -28,7 +28,11 @@ def model_problems(models: Mapping[str, Mapping[str, Any]], where: str = "neural
             continue
         fields = {key: value for key, value in settings.items() if key not in measured_only}
         try:
-            from_dict(MODELS[kind][1], fields, f"{where}.{name}")
+            config = from_dict(MODELS[kind][1], fields, f"{where}.{name}")
+            if "random_encoder" in settings and measured_only != ("model",):
+                from_dict(RandomEncoder, settings["random_encoder"], f"{where}.{name}.random_encoder")
+                if not hasattr(config, "encoder"):
+                    raise ConfigError(f"{where}.{name}.random_encoder: model {kind!r} has no encoder to replace")
         except ConfigError as error:
             problems.append(str(error))
     return problems

@@ -11,7 +11,10 @@ imported (model, embeddings and activations; inference only, measured before tra
 groups of ``training.length_group``'s default, pairwise margin loss, backward, Adam; with several threads
 the groups on separate threads, ``train.length_groups``), after a warm-up step. A model entry may override
 ``batch``, ``doc_length``, ``train_batch`` (long-document models are measured at their own lengths) and
-``repeats`` (a TKL training step at 4,000 tokens takes half a minute on one CPU core).
+``repeats`` (a TKL training step at 4,000 tokens takes half a minute on one CPU core), and an encoder model's
+``random_encoder`` (a BERT's ``layers``, ``hidden``, ``heads``, ``intermediate``): the encoder is then a randomly
+initialised BERT of those dimensions (``text.study_encoder.random_bert``), so that a machine without the paper's
+bert-base-uncased measures its architecture's speed (speed does not depend on the weights).
 Each row records the settings it ran with: torch threads, the OpenMP wait policy (the CLI sets
 ``PASSIVE``: docs/neural.md, "Threads on a shared machine"), torch's vector instruction set (the
 CLI pins AVX2: ``rankstudy.cpu_isa``) and the allocator setting (``malloc``: ``rankstudy.malloc``). The setup's
@@ -26,18 +29,47 @@ import os
 import platform
 import resource
 import statistics
+import tempfile
 import time
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Mapping
 
 import numpy as np
 import pandas as pd
 
 from rankstudy.atomic import atomic_open
+from rankstudy.config import check_ints
 
 log = logging.getLogger(__name__)
 
 
 SETUP_OVERRIDES = ("batch", "doc_length", "train_batch", "repeats")  # a model entry may measure at its own settings
+MEASUREMENT_KEYS = (*SETUP_OVERRIDES, "random_encoder")  # an entry's keys that are not its model's config
+
+
+@dataclass
+class RandomEncoder:
+    """A model entry's ``random_encoder``: the dimensions of the random BERT it is measured with."""
+    layers: int
+    hidden: int
+    heads: int
+    intermediate: int
+
+    def __post_init__(self) -> None:
+        check_ints(self, "layers", "hidden", "heads", "intermediate")
+        if self.hidden % self.heads:
+            raise ValueError(f"heads ({self.heads}) must divide hidden ({self.hidden})")
+
+    def describe(self) -> str:
+        return f"random BERT, {self.layers} layers of {self.hidden}"
+
+
+def encoder_of(settings: Mapping[str, Any]) -> str:
+    """What a row's encoder is: the config's ``encoder``, a random BERT's size, or '' for a model without one."""
+    if "random_encoder" in settings:
+        return RandomEncoder(**settings["random_encoder"]).describe()
+    return str(settings.get("encoder", ""))
 
 
 def _peak_rss_mb() -> float:
@@ -66,7 +98,7 @@ def _measure(name: str, settings: Mapping[str, Any], setup: Mapping[str, Any]) -
     embeddings = rng.normal(size=(setup["vocab"], setup["dim"])).astype(np.float32)
     embeddings[:2] = 0
     model = build_model(settings["model"], {k: v for k, v in settings.items()
-                                            if k != "model" and k not in SETUP_OVERRIDES}, embeddings)
+                                            if k != "model" and k not in MEASUREMENT_KEYS}, embeddings)
     model = model.to(device).eval()
     query = torch.as_tensor(rng.integers(2, setup["vocab"], size=(1, setup["query_length"]))).repeat(setup["batch"], 1)
     document = torch.as_tensor(rng.integers(2, setup["vocab"], size=(setup["batch"], setup["doc_length"])))
@@ -88,7 +120,8 @@ def _measure(name: str, settings: Mapping[str, Any], setup: Mapping[str, Any]) -
     peak = (torch.cuda.max_memory_allocated(device) / 2**20 if device.type == "cuda" else _peak_rss_mb() - baseline)
     with tf32(precision, device):
         step_seconds = training_step_seconds(model, query[:1], rng, setup, device, precision)
-    return {"model": name, "device": device.type, "precision": precision, "threads": setup["threads"],
+    return {"model": name, "encoder": encoder_of(settings), "device": device.type, "precision": precision,
+            "threads": setup["threads"],
             "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY", "default"), "malloc": malloc,
             "cpu_capability": torch.backends.cpu.get_cpu_capability(), "batch": setup["batch"],
             "doc_length": setup["doc_length"], "dim": setup["dim"], "train_batch": setup["train_batch"],
@@ -138,7 +171,8 @@ def measure_models(models: Mapping[str, Mapping[str, Any]], setup: Mapping[str, 
     devices = devices or ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
     context = multiprocessing.get_context("spawn")
     rows = []
-    with context.Pool(1, maxtasksperchild=1) as pool:
+    with tempfile.TemporaryDirectory() as scratch, context.Pool(1, maxtasksperchild=1) as pool:
+        models = {name: _with_random_encoder(settings, Path(scratch) / name) for name, settings in models.items()}
         for device in devices:
             for name, settings in models.items():
                 row = pool.apply(_measure, (name, settings, {**setup, "device": device}))
@@ -148,6 +182,17 @@ def measure_models(models: Mapping[str, Mapping[str, Any]], setup: Mapping[str, 
     table = pd.DataFrame(rows)
     table["machine"] = f"{platform.machine()} {platform.processor()}".strip()
     return table
+
+
+def _with_random_encoder(settings: Mapping[str, Any], directory: Path) -> Mapping[str, Any]:
+    """An entry with ``random_encoder`` gets ``encoder``: a random BERT of that size written to ``directory``
+    (here, before the measurement processes start, so that its making counts in no model's peak memory)."""
+    if "random_encoder" not in settings:
+        return settings
+    from rankstudy.text.study_encoder import random_bert
+
+    size = RandomEncoder(**settings["random_encoder"])
+    return {**settings, "encoder": random_bert(directory, size.layers, size.hidden, size.heads, size.intermediate)}
 
 
 def write_efficiency(models: Mapping[str, Mapping[str, Any]], setup: Mapping[str, Any], out) -> pd.DataFrame:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import resource
 import subprocess
 import sys
 
@@ -43,8 +44,11 @@ def test_the_opt_out_leaves_malloc_alone():
 def test_a_freed_tensor_is_reused_without_faulting_its_pages_in_again():
     system, heap = _faults("system"), _faults("heap")
     assert system[0] == "system" and heap[0] == "heap"
-    # glibc's default maps every 64 MiB tensor afresh: 16,384 faults of 4 KiB pages each (fewer with huge pages)
-    assert heap[1] < 1000 and system[1] > 10 * (heap[1] + 1)
+    # glibc's default maps each of the 20 counted 64 MiB tensors afresh: 16,384 faults of 4 KiB pages each (fewer
+    # with huge pages). With the setting the heap's blocks are reused; usually nothing faults, but on a busy VM
+    # one block's pages were seen to fault in again once in the ten steps (16,384), so the bound is one tensor's.
+    one_tensor = 2 ** 24 * 4 // resource.getpagesize()
+    assert heap[1] <= one_tensor and system[1] > 10 * (heap[1] + 1)
 
 
 # Three training steps of a TK model on 2 MB activations; prints a digest of the trained weights.

@@ -161,6 +161,19 @@ def build_bert(config: StudyEncoderConfig, vocab_size: int, hidden_size: int):
                       attention_probs_dropout_prob=config.dropout, pad_token_id=0)
 
 
+def random_bert(out: str | os.PathLike, layers: int, hidden: int, heads: int, intermediate: int) -> str:
+    """A randomly initialised BERT encoder directory (config, weights, a small WordPiece tokenizer) of these
+    dimensions and BERT's vocabulary size (30,522): a stand-in whose speed is the named architecture's (speed does
+    not depend on the weights) where the real encoder is not on the machine (``rankstudy.efficiency``)."""
+    from transformers import BertModel
+
+    tokenizer = wordpiece_tokenizer(iter(["a b c d e f g h"] * 4), 100)
+    config = StudyEncoderConfig(layers=layers, heads=heads, intermediate_size=intermediate, max_positions=512)
+    BertModel(build_bert(config, 30522, hidden)).save_pretrained(str(out))
+    tokenizer.save_pretrained(str(out))
+    return str(out)
+
+
 def identity_attention(bert) -> None:
     """Start every layer's query and key projections as the identity (bias 0): head h's logit for
     tokens i, j is then the dot product of their inputs' h-th slices over sqrt(head size), i.e.

@@ -237,6 +237,11 @@ def claim(**keys):
     ("neural:\n  models:\n    tk: {model: tk, heads: -1}\n", "neural.models.tk: "),
     ("neural:\n  efficiency:\n    models:\n      tk: {model: tk, ff_dims: 8}\n",
      "neural.efficiency.models.tk: unknown key(s) ff_dims"),
+    ("neural:\n  efficiency:\n    models:\n      bert_cat: {model: bert_cat, random_encoder: {layers: 2, hidden: 30, "
+     "heads: 4, intermediate: 8}}\n",
+     "neural.efficiency.models.bert_cat.random_encoder: heads (4) must divide hidden (30)"),
+    ("neural:\n  efficiency:\n    models:\n      tk: {model: tk, random_encoder: {layers: 2, hidden: 8, heads: 2, "
+     "intermediate: 8}}\n", "neural.efficiency.models.tk.random_encoder: model 'tk' has no encoder to replace"),
     ("neural:\n  runs:\n    p1:\n      training: {metric: RR@ten}\n", "neural.runs.p1.training"),
     ("neural:\n  runs:\n    p1: {splits: [test]}\n", "neural.runs.p1 is not evaluated on a 'dev' split"),
     ("neural:\n  runs:\n    sf-node: {encoder_from: p1}\n", "neural.runs.sf-node: encoder_from 'p1' is not a run of an encoder"),

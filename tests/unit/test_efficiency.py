@@ -1,0 +1,39 @@
+"""The throughput benchmark (rankstudy.efficiency): a model entry's random_encoder measures an encoder model with a
+random BERT of the named size, so a machine without bert-base-uncased measures bert-base's architecture."""
+
+from __future__ import annotations
+
+from rankstudy.efficiency import RandomEncoder, measure_models
+
+SETUP = {"batch": 2, "doc_length": 12, "query_length": 3, "dim": 8, "vocab": 50, "repeats": 1, "threads": 1,
+         "train_batch": 1}
+
+
+def test_an_encoder_model_is_measured_with_a_random_bert_of_the_named_size(monkeypatch):
+    sizes = []
+    import rankstudy.text.study_encoder as study_encoder
+
+    real = study_encoder.random_bert
+
+    def recording(out, layers, hidden, heads, intermediate):
+        sizes.append((layers, hidden, heads, intermediate))
+        return real(out, layers, hidden, heads, intermediate)
+
+    monkeypatch.setattr(study_encoder, "random_bert", recording)
+    size = {"layers": 2, "hidden": 16, "heads": 2, "intermediate": 32}
+    table = measure_models({"bert_cat": {"model": "bert_cat", "random_encoder": size},
+                            "knrm": {"model": "knrm"}}, SETUP, ["cpu"])
+    assert sizes == [(2, 16, 2, 32)]  # made once, in the parent process
+    assert list(table["encoder"]) == ["random BERT, 2 layers of 16", ""]
+    assert (table["docs_per_ms"] > 0).all() and (table["train_steps_per_s"] > 0).all()
+
+
+def test_the_random_bert_has_the_named_dimensions(tmp_path):
+    from transformers import AutoConfig
+
+    from rankstudy.text.study_encoder import random_bert
+
+    config = AutoConfig.from_pretrained(random_bert(tmp_path / "bert", 3, 24, 4, 48), local_files_only=True)
+    assert (config.num_hidden_layers, config.hidden_size, config.num_attention_heads, config.intermediate_size,
+            config.vocab_size) == (3, 24, 4, 48, 30522)
+    assert RandomEncoder(12, 768, 12, 3072).describe() == "random BERT, 12 layers of 768"
