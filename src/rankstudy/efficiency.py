@@ -62,7 +62,7 @@ class RandomEncoder:
             raise ValueError(f"heads ({self.heads}) must divide hidden ({self.hidden})")
 
     def describe(self) -> str:
-        return f"random BERT, {self.layers} layers of {self.hidden}"
+        return f"random BERT, layers {self.layers}, hidden {self.hidden}"
 
 
 def encoder_of(settings: Mapping[str, Any]) -> str:

@@ -24,7 +24,7 @@ def test_an_encoder_model_is_measured_with_a_random_bert_of_the_named_size(monke
     table = measure_models({"bert_cat": {"model": "bert_cat", "random_encoder": size},
                             "knrm": {"model": "knrm"}}, SETUP, ["cpu"])
     assert sizes == [(2, 16, 2, 32)]  # made once, in the parent process
-    assert list(table["encoder"]) == ["random BERT, 2 layers of 16", ""]
+    assert list(table["encoder"]) == ["random BERT, layers 2, hidden 16", ""]
     assert (table["docs_per_ms"] > 0).all() and (table["train_steps_per_s"] > 0).all()
 
 
@@ -36,4 +36,4 @@ def test_the_random_bert_has_the_named_dimensions(tmp_path):
     config = AutoConfig.from_pretrained(random_bert(tmp_path / "bert", 3, 24, 4, 48), local_files_only=True)
     assert (config.num_hidden_layers, config.hidden_size, config.num_attention_heads, config.intermediate_size,
             config.vocab_size) == (3, 24, 4, 48, 30522)
-    assert RandomEncoder(12, 768, 12, 3072).describe() == "random BERT, 12 layers of 768"
+    assert RandomEncoder(12, 768, 12, 3072).describe() == "random BERT, layers 12, hidden 768"

@@ -49,6 +49,6 @@ rule efficiency:
     params:
         models=as_json(PLAN.efficiency["models"]),
         setup=as_json(PLAN.efficiency["setup"]),
-    resources: mem_mb=4000, runtime=60, gpu=gpus(PLAN.device)
+    resources: mem_mb=8000, runtime=60, gpu=gpus(PLAN.device)
     shell:
         "python -m rankstudy efficiency --models {params.models:q} --setup {params.setup:q} --out {output} 2> {log}"
