@@ -19,7 +19,8 @@ def model_problems(models: Mapping[str, Mapping[str, Any]], where: str = "neural
     from rankstudy.efficiency import MEASUREMENT_KEYS, RandomEncoder
     from rankstudy.models import MODELS
 
-    measured_only = ("model", *MEASUREMENT_KEYS) if where.endswith("efficiency.models") else ("model",)
+    measured = where.endswith("efficiency.models")  # the benchmark's entries also say how they are measured
+    measured_only = ("model", *MEASUREMENT_KEYS) if measured else ("model",)
     problems = []
     for name, settings in models.items():
         kind = settings.get("model")
@@ -29,7 +30,7 @@ def model_problems(models: Mapping[str, Mapping[str, Any]], where: str = "neural
         fields = {key: value for key, value in settings.items() if key not in measured_only}
         try:
             config = from_dict(MODELS[kind][1], fields, f"{where}.{name}")
-            if "random_encoder" in settings and measured_only != ("model",):
+            if measured and "random_encoder" in settings:
                 from_dict(RandomEncoder, settings["random_encoder"], f"{where}.{name}.random_encoder")
                 if not hasattr(config, "encoder"):
                     raise ConfigError(f"{where}.{name}.random_encoder: model {kind!r} has no encoder to replace")
