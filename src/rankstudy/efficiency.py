@@ -171,14 +171,15 @@ def measure_models(models: Mapping[str, Mapping[str, Any]], setup: Mapping[str, 
     devices = devices or ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
     context = multiprocessing.get_context("spawn")
     rows = []
-    with tempfile.TemporaryDirectory() as scratch, context.Pool(1, maxtasksperchild=1) as pool:
+    with tempfile.TemporaryDirectory() as scratch:
         models = {name: _with_random_encoder(settings, Path(scratch) / name) for name, settings in models.items()}
-        for device in devices:
-            for name, settings in models.items():
-                row = pool.apply(_measure, (name, settings, {**setup, "device": device}))
-                log.info("%s on %s: %.3f docs/ms, %.2f training steps/s, peak %.0f MB", name, device,
-                         row["docs_per_ms"], row["train_steps_per_s"], row["peak_memory_mb"])
-                rows.append(row)
+        with context.Pool(1, maxtasksperchild=1) as pool:
+            for device in devices:
+                for name, settings in models.items():
+                    row = pool.apply(_measure, (name, settings, {**setup, "device": device}))
+                    log.info("%s on %s: %.3f docs/ms, %.2f training steps/s, peak %.0f MB", name, device,
+                             row["docs_per_ms"], row["train_steps_per_s"], row["peak_memory_mb"])
+                    rows.append(row)
     table = pd.DataFrame(rows)
     table["machine"] = f"{platform.machine()} {platform.processor()}".strip()
     return table
