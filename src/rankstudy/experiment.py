@@ -27,7 +27,7 @@ from rankstudy.store import TokenStore, collection_idf
 from rankstudy.tensorfile import load_tensors
 from rankstudy.text.embeddings import load_embeddings
 from rankstudy.text.wordpiece import check_wordpiece_store, read_store_meta
-from rankstudy.train.examples import read_groups, read_triples
+from rankstudy.train.examples import query_subset, read_groups, read_triples
 from rankstudy.device import resolve_device
 from rankstudy.train.loop import TrainConfig, make_validator, train
 
@@ -61,7 +61,11 @@ def train_model(model_name: str, model_settings: Mapping[str, Any], train_settin
     inputs = fingerprint({"embeddings": embeddings, "examples": examples, "train_queries": train_queries,
                           "documents": documents, "dev_queries": dev_queries, "dev_run": dev_run,
                           "dev_qrels": dev_qrels, "encoder": encoder if isinstance(encoder, str) else None})
-    return train(model, read(examples), TokenStore(train_queries), document_store, validate, cfg, out_dir, seed,
+    examples_read = read(examples)
+    if cfg.train_queries is not None:
+        examples_read = query_subset(examples_read, cfg.train_queries)
+        log.info("training on the examples of %d queries (%d examples)", cfg.train_queries, len(examples_read))
+    return train(model, examples_read, TokenStore(train_queries), document_store, validate, cfg, out_dir, seed,
                  recorded={"model_name": model_name, "model_settings": dict(model_settings), "inputs": inputs})
 
 

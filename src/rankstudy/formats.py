@@ -9,8 +9,8 @@
 
 Every reader reports a malformed line as ``FormatError`` naming the file, the 1-based line
 number, what was expected and what was found; a file without a single record is an error at the
-line after its last one. A UTF-8 byte-order mark before the first line is skipped; NUL
-bytes are refused. Every writer is atomic (temp file + rename). docs/formats.md lists what each
+line after its last one. A UTF-8 byte-order mark before the first line is skipped; elsewhere U+FEFF is
+refused in ids (allowed in a collection's or queries' text, as a zero-width space); NUL bytes are refused. Every writer is atomic (temp file + rename). docs/formats.md lists what each
 reader accepts and refuses.
 """
 
@@ -50,8 +50,10 @@ def clean_text(text: str) -> str:
     return _WHITESPACE.sub(" ", text).strip()
 
 
-def _lines(path: str | os.PathLike) -> Iterator[tuple[int, str]]:
-    """Yield (line number, line without its newline); decoding errors and NUL bytes name the line."""
+def _lines(path: str | os.PathLike, text_after_tab: bool = False) -> Iterator[tuple[int, str]]:
+    """Yield (line number, line without its newline); decoding errors, NUL bytes and byte-order marks name the
+    line. ``text_after_tab``: a line is ``id<TAB>text`` and U+FEFF is allowed in its text, where it is a
+    zero-width no-break space (real MS MARCO passages hold some); an id holding one would match nothing."""
     if not Path(path).is_file():
         raise FormatError(path, None, "an existing file", "no such file")
     with open(path, "rb") as handle:
@@ -62,8 +64,9 @@ def _lines(path: str | os.PathLike) -> Iterator[tuple[int, str]]:
                 raise FormatError(path, number, "UTF-8 text", f"undecodable byte at column {error.start + 1}") from None
             if number == 1:  # a byte-order mark (Windows editors) is not part of the first id
                 line = line.removeprefix("\ufeff")
+            checked = {"\0": line, "\ufeff": line.split("\t", 1)[0] if text_after_tab else line}
             for bad, what in (("\0", "NUL byte"), ("\ufeff", "byte-order mark (U+FEFF)")):
-                if bad in line:  # invisible: an id holding one would match nothing
+                if bad in checked[bad]:  # invisible: an id holding one would match nothing
                     raise FormatError(path, number, f"text without a {what} (a BOM only starts a file)",
                                       f"one at column {line.index(bad) + 1}")
             yield number, line.rstrip("\r\n")
@@ -80,7 +83,7 @@ def _empty(path: str | os.PathLike, expected: str) -> FormatError:
 
 
 def _tsv_pairs(path: str | os.PathLike, id_name: str) -> Iterator[tuple[int, str, str]]:
-    for number, line in _lines(path):
+    for number, line in _lines(path, text_after_tab=True):
         if not line.strip():
             continue
         parts = line.split("\t")

@@ -30,6 +30,7 @@ from rankstudy.atomic import atomic_open, atomic_path
     (formats.read_run, "\n\n", 3, "at least one ranked document"),
     (lambda p: list(formats.iter_collection(p)), "\n", 2, "at least one document"),
     (formats.read_queries, "1\ta\n\ufeff2\tb\n", 2, "without a byte-order mark"),
+    (formats.read_run, "1 Q0 d1 1 2.0 x\n1 Q0 d\ufeff2 2 1.0 x\n", 2, "without a byte-order mark"),
     (formats.read_ids, "q1\nq 2\n", 2, "one qid per line, without spaces"),
     (formats.read_ids, "q1\nq1\n", 2, "a unique qid"),
 ])
@@ -116,3 +117,10 @@ def test_the_temporaries_a_killed_writer_left_go_when_the_output_is_written_agai
     with atomic_path(tmp_path / "d", directory=True) as tmp:
         (tmp / "f").write_text("x")
     assert sorted(p.name for p in tmp_path.iterdir()) == [".d.e.abc123_z.tmp", ".dd.abc123_z.tmp", "d"]
+
+
+def test_a_zero_width_no_break_space_in_text_is_kept(tmp_path):
+    """Real MS MARCO passages hold U+FEFF inside their text (a zero-width no-break space): kept there."""
+    path = tmp_path / "collection.tsv"
+    path.write_text("d1\tword\ufeffword\nd2\tplain\n", encoding="utf-8")
+    assert list(formats.iter_collection(path)) == [("d1", "word\ufeffword"), ("d2", "plain")]

@@ -246,6 +246,100 @@ def test_the_trec_dl_config_runs_query_folds_on_any_folder_of_its_layout(tmp_pat
     assert "--model-dir models/trec-dl-passages-fold2/tk/tk/seed42" in output  # fold 2's test by fold 2's model
 
 
+def msmarco_sample_folder(path: Path, queries: int = 12) -> Path:
+    """A tiny folder in the layout of the MS MARCO training sample: queries, a relevant passage each, a few given
+    negatives."""
+    path.mkdir()
+    (path / "collection.tsv").write_text("".join(f"m{i}\tanswer {i} about subject {i}\n" for i in range(queries)))
+    (path / "queries.tsv").write_text("".join(f"t{q}\tsubject {q}\n" for q in range(queries)))
+    (path / "qrels.txt").write_text("".join(f"t{q} 0 m{q} 1\n" for q in range(queries)))
+    (path / "negatives.tsv").write_text("".join(f"t{q}\tm{q + 1}\n" for q in range(3)))
+    return path
+
+
+MSMARCO_PATHS = ("../shared/data/msmarco-passage-train-sample", "../shared/data/trec-dl20-passage-top100",
+                 "../shared/data/trec-dl21-passage-top100")
+
+
+def msmarco_config(work: Path, tmp_path: Path, extra: str = "") -> tuple[Path, Path, Path]:
+    """config/msmarco-passages.yaml on tiny folders, by their paths alone (``extra``: a second config file)."""
+    folders = (msmarco_sample_folder(tmp_path / "sample"), trec_dl_folder(tmp_path / "year-x"),
+               trec_dl_folder(tmp_path / "year-y", queries=4))
+    text = (work / "config" / "msmarco-passages.yaml").read_text()
+    for path, folder in zip(MSMARCO_PATHS, folders):
+        assert text.count(path) == 1  # one path a folder: the anchors carry it to the pool
+        text = text.replace(path, str(folder))
+    (work / "tiny-msmarco.yaml").write_text(text)
+    (work / "smaller.yaml").write_text(extra)
+    return folders
+
+
+def test_the_msmarco_config_trains_on_one_folder_and_tests_on_any_two_of_the_trec_dl_layout(tmp_path):
+    """config/msmarco-passages.yaml: one Lucene BM25 over the pooled passages for the training queries' negatives
+    and validation lists; each test folder's given BM25 lists re-ranked by the models trained once."""
+    work = workflow_copy(tmp_path)
+    msmarco_config(work, tmp_path)
+    result = snakemake(work, "-n", "-p", "--cores", "2", "--configfile", "tiny-msmarco.yaml")
+    assert result.returncode == 0, result.stderr[-3000:]
+    output = result.stdout + result.stderr
+    counts = job_counts(output)
+    assert counts.pop("total") == sum(counts.values())
+    trained, tests = 6, 2  # TK (two seeds), KNRM, CONV-KNRM, BERT[CLS], the bi-encoder; two test folders
+    assert counts == {
+        "dataset_msmarco_train": 1, "dataset_dl_test_a": 1, "dataset_dl_test_b": 1,
+        "index": 1, "first_stage": 2, "official_candidates": tests, "dense_index": tests, "dense_search": tests,
+        "vocabulary": 1, "embeddings": 2, "store_collection": 2 * 3, "store_queries": 2 * 4, "examples": 1,
+        "train": trained, "rerank": trained * tests, "full_task": trained * tests,
+        # the training pool's BM25 (train, dev); each test folder's BM25, MiniLM and each run's two tasks
+        "evaluate": 2 + tests * (2 + 2 * trained),
+        "efficiency": 1, "first_stage_table": 1, "tk_table2": 1, "tk_tradeoff": 1, "tk_view": 1,
+        "learning_audit": 1, "claims": 1, "reproduction": 1, "all": 1}
+    assert ("examples --qrels data/msmarco-train/qrels.train.txt --candidates runs/msmarco-train/bm25.train.run"
+            in output)
+    assert "--judged-negatives" in output
+    assert "--dev-run runs/msmarco-train/bm25.dev.run" in output
+    assert ("rerank --model-dir models/msmarco-train/tk/tk/seed43 --embeddings text/w2v/embeddings.npy --queries "
+            "text/w2v/dl-test-b/queries.test --documents text/w2v/dl-test-b/collection --candidates "
+            "runs/dl-test-b/bm25-given.test.run") in output
+
+
+@pytest.mark.slow
+def test_the_msmarco_config_runs_end_to_end_and_its_captions_describe_the_folders(tmp_path):
+    """The config on tiny folders with its sizes shrunk (steps, validation, benchmark): every job runs, the claims
+    are judged, and Table 2's caption counts the queries and passages of the folders it was given."""
+    work = workflow_copy(tmp_path)
+    sample, year_x, year_y = msmarco_config(work, tmp_path, """
+datasets: {msmarco-train: {local: {held_out: {queries: 3}}}}
+neural:
+  embeddings: {w2v: {dim: 16, epochs: 2, vocab_min_count: 1}}
+  models: {tk: {heads: 2}}
+  training: {max_steps: 4, validate_every: 2, validation_queries: null}
+  runs:
+    bert: {training: {max_steps: 2, validate_every: 2, batch_size: 2}}
+    bi: {training: {max_steps: 2, validate_every: 2, batch_size: 2}}
+  efficiency:
+    setup: {batch: 4, doc_length: 16, query_length: 4, dim: 16, vocab: 100, repeats: 1, threads: 1, train_batch: 2}
+    models:
+      tk: {heads: 2}
+      bert_cat: {batch: 2, train_batch: 2, doc_length: 16}
+      bi_encoder: {batch: 2, train_batch: 2, doc_length: 16}
+""")
+    result = snakemake(work, "--cores", "2", "--configfile", "tiny-msmarco.yaml", "smaller.yaml", timeout=1500)
+    assert result.returncode == 0, result.stderr[-4000:]
+    caption = (work / "results" / "tables" / "tk_table2.md").read_text().split("\n\n")[0]
+    assert str(year_x) in caption and str(year_y) in caption and str(sample) in caption
+    assert "dl-test-a: 6 test queries, 18 documents" in caption
+    assert "dl-test-b: 4 test queries, 18 documents" in caption
+    # the sample's 12 passages and the test folders' 18 (the same ids in both tiny folders) pooled
+    assert "msmarco-train: 9 train queries, 3 dev queries, 30 documents" in caption
+    assert "2020" not in caption and "2021" not in caption
+    table = pd.read_csv(work / "results" / "tables" / "tk_table2.csv")
+    assert set(table["dataset"]) == {"dl-test-a", "dl-test-b"} and "docs/ms (CPU)" in table.columns
+    claims = pd.read_csv(work / "results" / "claims.csv")
+    assert len(claims) == 9 and not claims["outcome"].str.contains("not run").any()
+    assert (work / "results" / "figures" / "tk_tradeoff.png").is_file()
+
+
 EVIL = "x; touch PWNED #"
 
 

@@ -23,7 +23,6 @@ for idle in PLAN.idle_runs():  # e.g. a run trained on a dataset that first_stag
 FIRST_STAGE = PLAN.first_stage  # systems, search settings, Anserini's threads
 RUN = PLAN.runs  # neural.runs, inheritance resolved: RUN[name].seeds, .model_dir(seed), .embeddings, .system
 TEXT = PLAN.text
-RERANK_FROM = PLAN.rerank_from  # the first-stage system the neural runs re-rank
 TK = PLAN.tk
 TK_VIEW = TK.view_run()
 QUERY_TABLES = TK.query_tables()

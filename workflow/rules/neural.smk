@@ -89,6 +89,7 @@ rule examples:
         depth=PLAN.examples["negatives_depth"],
         threshold=lambda wc: PLAN.train_min_grade(wc.dataset),
         negatives=PLAN.examples["group_negatives"],
+        judged="--judged-negatives" if PLAN.examples.get("judged_negatives") else "",
         seed=PLAN.seed,
     wildcard_constraints: kind="triples|groups"
     resources: mem_mb=2000, runtime=30
@@ -96,7 +97,7 @@ rule examples:
     shell:
         "python -m rankstudy examples --qrels {input.qrels} --candidates {input.candidates} --out {output}"
         " --kind {wildcards.kind} --rel-threshold {params.threshold} --negatives-depth {params.depth}"
-        " --per-query {params.per_query} --negatives {params.negatives} --seed {params.seed} 2> {log}"
+        " --per-query {params.per_query} --negatives {params.negatives} {params.judged} --seed {params.seed} 2> {log}"
 
 
 rule train:
@@ -160,7 +161,7 @@ rule rerank:
 rule tune_depth:
     localrule: True
     input:
-        first_stage=f"runs/{{dataset}}/{RERANK_FROM}.dev.run",
+        first_stage=lambda wc: f"runs/{wc.dataset}/{PLAN.rerank_system(wc.dataset)}.dev.run",
         neural="runs/{dataset}/{system}.dev.run",
         qrels="data/{dataset}/qrels.dev.txt",
     output: "runs/{dataset}/{system}.depth.json"
@@ -182,7 +183,7 @@ rule tune_depth:
 rule full_task:
     localrule: True
     input:
-        first_stage=f"runs/{{dataset}}/{RERANK_FROM}.{{split}}.run",
+        first_stage=lambda wc: f"runs/{wc.dataset}/{PLAN.rerank_system(wc.dataset)}.{wc.split}.run",
         neural="runs/{dataset}/{system}.{split}.run",
         # not evaluated on dev (a test-only collection, or splits: [test]): the run's fixed rerank_depth
         # (rankstudy.study.checks)

@@ -98,7 +98,7 @@ def _examples(args: argparse.Namespace) -> None:
     common = dict(rel_threshold=args.rel_threshold, negatives_depth=args.negatives_depth,
                   per_query=args.per_query, seed=args.seed)
     if args.kind == "triples":
-        made = examples.make_triples(qrels, run, **common)
+        made = examples.make_triples(qrels, run, judged_negatives=args.judged_negatives, **common)
     else:
         made = examples.make_groups(qrels, run, negatives=args.negatives, **common)
     if not made:  # an empty file would only fail later, inside training
@@ -117,6 +117,8 @@ def _examples_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--negatives-depth", type=int, required=True, help="negatives come from this many top candidates")
     p.add_argument("--per-query", type=int, required=True, help="examples per query")
     p.add_argument("--negatives", type=int, default=1, help="negatives per group (groups only)")
+    p.add_argument("--judged-negatives", action="store_true",
+                   help="triples only: each document judged 0 (a given negative) makes one triple first")
     p.add_argument("--seed", type=int, required=True)
     p.set_defaults(handler=_examples)
 

@@ -23,7 +23,7 @@ def _synthetic(name: str, settings: Mapping[str, Any], out: Path, seed: int) -> 
 def _local(name: str, settings: Mapping[str, Any], out: Path, seed: int) -> None:
     from rankstudy.datasets import local
 
-    local.export(name, settings, out)
+    local.export(name, settings, out, seed)
 
 
 def _irds(name: str, settings: Mapping[str, Any], out: Path, seed: int) -> None:

@@ -8,6 +8,13 @@ Config (``datasets.<name>.local``)::
       test: {queries: queries.tsv, qrels: qrels.txt}   # "qid<TAB>text"; TREC "qid 0 docid rel"
     candidates: bm25.run              # optional: a TREC run of given candidate lists -> candidates.run
     qrels_beyond_collection: false    # true: keep judgments of documents the collection lacks
+    pool: [../other]                  # optional: other folders' collection.tsv (or collection files) joined
+                                      # to this one, text only
+    held_out: {from: train, split: dev, queries: 500}   # optional: a seeded validation split carved from `from`
+
+A split may also name ``negatives``: a ``qid<TAB>docid`` file of given negatives (e.g. MS MARCO's official
+triples' negative), written into the split's qrels as grade 0 (judged non-relevant); the training examples
+use every grade-0 judgment of a query (``rankstudy.train.examples``).
 
 ``candidates`` is the folder's own first stage (e.g. BM25's top 100 with the passages' text): a
 ``first_stage.systems`` entry of model ``official`` reads its lists of a split's queries. Its docids
@@ -17,6 +24,13 @@ must be documents of the collection and its qids queries of a split.
 candidates' text (TREC DL passages: the top 100): nDCG's ideal ranking, AP and recall count every
 judged document, as in the published numbers. Training positives need text: query folds
 (``rankstudy.datasets.folds``) keep only those in their train splits.
+
+``pool`` pools documents of other folders into the collection, never their judgments (the training queries'
+BM25 negatives are searched in the pool: config/msmarco-passages.yaml). A docid already in the collection keeps
+its first text (MS MARCO renders a few passages with and without their title); the copies are logged.
+
+``held_out`` moves ``queries`` judged queries of split ``from``, chosen with the study seed, into a new split
+(e.g. a validation set apart from the training queries); the rest stay in ``from``.
 
 Validation (every failure is a ``StudyError`` naming the file, and the line where there is one):
 
@@ -42,12 +56,15 @@ import re
 from pathlib import Path
 from typing import Any, Iterator, Mapping
 
+import numpy as np
+
 from rankstudy.atomic import atomic_path
 from rankstudy.config import ConfigError, from_dict
 from rankstudy.errors import StudyError
 from rankstudy.formats import (
     FormatError,
     Qrels,
+    _tsv_pairs,
     iter_collection,
     iter_qrels,
     read_queries,
@@ -61,6 +78,7 @@ from rankstudy.formats import (
 log = logging.getLogger(__name__)
 
 _SPLIT = re.compile(r"^[A-Za-z0-9_-]+$")
+SPLIT_FILES = {"queries", "qrels", "negatives"}
 
 
 @dataclasses.dataclass
@@ -70,6 +88,8 @@ class LocalConfig:
     collection: str = "collection.tsv"
     candidates: str | None = None
     qrels_beyond_collection: bool = False
+    pool: list[str] = dataclasses.field(default_factory=list)
+    held_out: dict | None = None
 
 
 def _config(name: str, settings: Mapping[str, Any]) -> LocalConfig:
@@ -80,9 +100,26 @@ def _config(name: str, settings: Mapping[str, Any]) -> LocalConfig:
     for split, files in config.splits.items():
         if not isinstance(split, str) or not _SPLIT.match(split):
             raise ConfigError(f"{where}.splits: split names use letters, digits, '_' and '-'; got {split!r}")
-        if not isinstance(files, Mapping) or set(files) != {"queries", "qrels"}:
-            raise ConfigError(f"{where}.splits.{split}: expected exactly the keys queries and qrels, got {files!r}")
+        if not isinstance(files, Mapping) or not {"queries", "qrels"} <= set(files) <= SPLIT_FILES:
+            raise ConfigError(f"{where}.splits.{split}: expected the keys queries and qrels (and optionally "
+                              f"negatives), got {files!r}")
+    if config.held_out is not None:
+        held = config.held_out
+        if (not isinstance(held, Mapping) or set(held) != {"from", "split", "queries"}
+                or not isinstance(held["queries"], int) or held["queries"] < 1):
+            raise ConfigError(f"{where}.held_out: expected {{from: SPLIT, split: NEW, queries: N >= 1}}, got {held!r}")
+        if held["from"] not in config.splits:
+            raise ConfigError(f"{where}.held_out.from: {held['from']!r} is not one of the splits "
+                              f"({', '.join(config.splits)})")
+        if held["split"] in config.splits or not _SPLIT.match(str(held["split"])):
+            raise ConfigError(f"{where}.held_out.split: expected a new split name, got {held['split']!r}")
     return config
+
+
+def splits(settings: Mapping[str, Any]) -> list[str]:
+    """The splits a local dataset writes: its files' splits and its held-out split."""
+    held = settings.get("held_out")
+    return list(settings["splits"]) + ([held["split"]] if held else [])
 
 
 def _documents(path: Path, docids: set[str]) -> Iterator[tuple[str, str]]:
@@ -94,6 +131,46 @@ def _documents(path: Path, docids: set[str]) -> Iterator[tuple[str, str]]:
         yield docid, text
     if empty:
         log.warning("%s: %d empty document(s)", path, empty)
+
+
+def _pooled(collection: Path, pool: list[Path], docids: set[str]) -> Iterator[tuple[str, str]]:
+    """The collection's documents, then the pool's that it lacks. A docid seen again keeps its first text (the
+    collection's own: its judgments were made on it); copies with another text are counted and logged."""
+    yield from _documents(collection, docids)
+    for path in pool:
+        other = 0
+        for docid, text in _documents(path, set()):
+            if docid in docids:
+                other += 1
+                continue
+            docids.add(docid)
+            yield docid, text
+        if other:
+            log.warning("%s: %d documents already in the collection, kept with the first text", path, other)
+
+
+def _given_negatives(path: Path, qrels: Qrels, queries: Mapping[str, str], docids: set[str]) -> int:
+    """Add the ``qid<TAB>docid`` negatives of ``path`` to ``qrels`` as grade 0; returns how many were added."""
+    added = 0
+    for number, qid, docid in _tsv_pairs(path, "qid"):
+        if qid not in queries:
+            raise FormatError(path, number, "a qid of the split's queries", qid)
+        if docid not in docids:
+            raise FormatError(path, number, "a docid of the collection (a negative needs its text)", docid)
+        if qrels.get(qid, {}).get(docid, 0) > 0:
+            raise FormatError(path, number, "a document not judged relevant to the query", f"{qid} {docid}")
+        added += docid not in qrels.setdefault(qid, {})
+        qrels[qid][docid] = 0
+    return added
+
+
+def _hold_out(queries: dict[str, str], qrels: Qrels, count: int, seed: int, where: str):
+    """Move ``count`` judged queries (seeded choice) out of ``queries``/``qrels``; returns the moved ones."""
+    judged = sorted(qrels)
+    if count >= len(judged):
+        raise StudyError(f"{where}: cannot hold out {count} of {len(judged)} judged queries (some must stay)")
+    chosen = sorted(judged[i] for i in np.random.default_rng(seed).choice(len(judged), size=count, replace=False))
+    return {qid: queries.pop(qid) for qid in chosen}, {qid: qrels.pop(qid) for qid in chosen}
 
 
 def _judgments(path: Path, queries: Mapping[str, str], queries_path: Path, docids: set[str] | None,
@@ -125,28 +202,47 @@ def _candidates(path: Path, qids: set[str], docids: set[str], collection: Path) 
     return run
 
 
-def export(name: str, settings: Mapping[str, Any], out: Path) -> None:
-    """Validate the local dataset ``name`` and write it into directory ``out``."""
+def export(name: str, settings: Mapping[str, Any], out: Path, seed: int = 0) -> None:
+    """Validate the local dataset ``name`` and write it into directory ``out`` (``seed``: the held-out split's
+    choice)."""
     config = _config(name, settings)
     root = Path(config.path)
     collection = root / config.collection
-    splits = {split: (root / files["queries"], root / files["qrels"]) for split, files in config.splits.items()}
+    # a pool entry is a collection file, or a folder of this layout (its collection.tsv)
+    pool = [Path(path) / "collection.tsv" if Path(path).is_dir() else Path(path) for path in config.pool]
+    files = {split: {key: root / value for key, value in paths.items()} for split, paths in config.splits.items()}
     candidates = root / config.candidates if config.candidates else None
-    needed = [collection] + [path for pair in splits.values() for path in pair] + ([candidates] if candidates else [])
+    needed = ([collection, *pool] + [path for paths in files.values() for path in paths.values()]
+              + ([candidates] if candidates else []))
     missing = [str(path) for path in dict.fromkeys(needed) if not path.is_file()]
     if missing:
         raise StudyError(f"dataset {name}: missing file(s): {', '.join(missing)}")
 
     with atomic_path(out, directory=True) as tmp:
         docids: set[str] = set()
-        count = write_collection(tmp / "collection.tsv", _documents(collection, docids))
-        log.info("%s: %d documents from %s", name, count, collection)
+        count = write_collection(tmp / "collection.tsv", _pooled(collection, pool, docids))
+        log.info("%s: %d documents from %s", name, count, ", ".join(map(str, [collection, *pool])))
         qids: set[str] = set()
-        for split, (queries_path, qrels_path) in splits.items():
+        written = {}
+        for split, paths in files.items():
+            queries_path, qrels_path = paths["queries"], paths["qrels"]
             queries = read_queries(queries_path)
             qids.update(queries)
             qrels = _judgments(qrels_path, queries, queries_path, None if config.qrels_beyond_collection else docids,
                                collection)
+            if "negatives" in paths:
+                added = _given_negatives(paths["negatives"], qrels, queries, docids)
+                log.info("%s/%s: %d given negatives from %s (grade 0)", name, split, added, paths["negatives"])
+            written[split] = (queries, qrels, qrels_path)
+        if config.held_out:
+            held = config.held_out
+            source_queries, source_qrels, source_path = written[held["from"]]
+            moved = _hold_out(source_queries, source_qrels, held["queries"], seed,
+                              f"datasets.{name}.local.held_out")
+            written[held["split"]] = (*moved, source_path)
+            log.info("%s: %d of %s's judged queries held out as split %s (seed %d)", name, held["queries"],
+                     held["from"], held["split"], seed)
+        for split, (queries, qrels, qrels_path) in written.items():
             beyond = sum(docid not in docids for judged in qrels.values() for docid in judged)
             if beyond:
                 log.info("%s/%s: %d judgments of documents without text kept (qrels_beyond_collection)",

@@ -1,6 +1,7 @@
 """The learning audit (issue 41): did every trained run learn, and does it beat the first stage where it can?
 
-One row per trained run and seed, on the test split of the dataset it trained on:
+One row per trained run and seed, on the test split of the dataset it trained on (a run trained on a dataset it is
+not evaluated on, e.g. MS MARCO's training queries: on each dataset it is evaluated on):
 
 * its learning curve in two numbers — the untrained model's validation value (``log.csv``'s step 0) and the
   best validation value of the trained states, with its step (a best no higher than the untrained value:
@@ -32,7 +33,8 @@ from rankstudy.significance import wilcoxon_p
 
 ALPHA = 0.05
 NEVER_IMPROVED, BELOW = "never improved", "below first stage"
-CAPTION = ("Learning audit: every trained run and seed on the test split of the dataset it trained on. initial / best "
+CAPTION = ("Learning audit: every trained run and seed on the test split of the dataset it trained on (else of each "
+           "dataset it is evaluated on). initial / best "
            "validation: its validation measure untrained (step 0) and at its best (step). {measure} against the "
            "first stage it re-ranks, on all test queries and on those it can read (a relevant document's evidence "
            "starts within the tokens it reads: the synthetic data's truth.json; elsewhere every query); p: paired "

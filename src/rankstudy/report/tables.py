@@ -89,6 +89,25 @@ def per_query_values(rows: pd.DataFrame, measure: str) -> dict[str, float]:
     return dict(zip(chosen["qid"], chosen["value"]))
 
 
+def data_counts(data_dirs: Sequence[str | os.PathLike]) -> str:
+    """What the datasets hold, counted from their files (data/NAME: collection.tsv, queries.SPLIT.tsv,
+    qrels.SPLIT.txt), for a caption: true of whatever folder a config points at."""
+    from rankstudy.formats import iter_collection, read_qrels, read_queries
+
+    parts = []
+    for data_dir in map(Path, data_dirs):
+        documents = sum(1 for _ in iter_collection(data_dir / "collection.tsv", check_unique=False))
+        splits = []
+        for queries_file in sorted(data_dir.glob("queries.*.tsv"), key=lambda path: _split_rank(path.stem[8:])):
+            split = queries_file.stem.removeprefix("queries.")
+            queries, qrels = read_queries(queries_file), read_qrels(data_dir / f"qrels.{split}.txt")
+            judged = sum(1 for qid in queries if qid in qrels)
+            unjudged = f" ({judged:,} judged)" if judged != len(queries) else ""
+            splits.append(f"{len(queries):,} {split} queries{unjudged}")
+        parts.append(f"{data_dir.name}: {', '.join(splits)}, {documents:,} documents")
+    return "; ".join(parts)
+
+
 def docs_per_ms(efficiency_csv) -> tuple[str, dict[str, float]]:
     """(column name, model key -> documents/ms) from the efficiency benchmark: on the GPU when it measured one
     (a paper config's cluster job), else on the CPU; the column name says which."""

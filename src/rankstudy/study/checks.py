@@ -120,11 +120,13 @@ def _check_splits(plan) -> None:
         for dataset in run.datasets:
             if "test" not in plan.dataset_splits(dataset):
                 raise ConfigError(f"config: neural.runs.{name} evaluates dataset {dataset!r}, which has no 'test' split")
-            covered = plan.system_splits(plan.rerank_from, dataset)
+            system = plan.rerank_system(dataset)
+            covered = plan.system_splits(system, dataset)
             uncovered = [split for split in plan.eval_splits(dataset, name) if split not in covered]
             if uncovered:
-                raise ConfigError(f"config: neural.runs.{name} re-ranks {plan.rerank_from!r} candidates, which "
-                                  f"{dataset!r} has no {' or '.join(uncovered)} lists of (neural.rerank.first_stage)")
+                raise ConfigError(f"config: neural.runs.{name} re-ranks {system!r} candidates, which {dataset!r} has "
+                                  f"no {' or '.join(uncovered)} lists of (neural.rerank.first_stage, or the "
+                                  "dataset's rerank_from)")
             if "dev" not in plan.eval_splits(dataset, name) and not run.is_ensemble and "rerank_depth" not in spec:
                 raise ConfigError(
                     f"config: neural.runs.{name} is not evaluated on a 'dev' split of {dataset!r} to tune "

@@ -8,6 +8,7 @@ from itertools import product
 from typing import Any, Iterable, Mapping
 
 from rankstudy.datasets.folds import ROLES as FOLD_ROLES
+from rankstudy.datasets.local import splits as local_splits
 from rankstudy.papers.choppy.plan import ChoppyOutputs
 from rankstudy.papers.socialformer.plan import SocialformerOutputs
 from rankstudy.papers.tk.plan import TKOutputs
@@ -60,6 +61,11 @@ class StudyPlan:
     def rerank_from(self) -> str:
         """The first-stage system whose candidates the neural runs re-rank (training examples come from bm25)."""
         return self.rerank["first_stage"]
+
+    def rerank_system(self, dataset: str) -> str:
+        """The first-stage system re-ranked on a dataset (a fold: its parent's): the dataset's ``rerank_from``, else
+        neural.rerank.first_stage (e.g. a test year's given BM25 top 100 beside the training queries' own BM25)."""
+        return self.datasets[self.folds.parent(dataset) or dataset].get("rerank_from", self.rerank_from)
 
     @property
     def models(self) -> Mapping[str, Mapping[str, Any]]:
@@ -194,6 +200,8 @@ class StudyPlan:
         dataset = self.datasets[name]
         if dataset["source"] == "synthetic":
             return list(SYNTHETIC_SPLITS)
+        if dataset["source"] == "local":
+            return local_splits(dataset["local"])
         return list(dataset[dataset["source"]]["splits"])
 
     def rel_threshold(self, name: str, split: str) -> int:
@@ -251,21 +259,27 @@ class StudyPlan:
     def learning_audit(self) -> list[dict[str, Any]]:
         """The learning audit's entries (report/learning.py): every seed of every trained run, on the test split
         of the dataset it trained on (where the study evaluates it there; with folds: each fold's model on its
-        held-out queries), against the candidates' first stage."""
+        held-out queries; a run trained on a dataset it does not evaluate, e.g. MS MARCO's training queries: each
+        dataset it is evaluated on), against the candidates' first stage."""
         entries = []
         for name, run in self.runs.items():
-            if run.base != name or run.is_ensemble or run.train not in run.datasets:
+            if run.base != name or run.is_ensemble or not run.datasets:
                 continue
+            # (evaluated dataset, the dataset its model trained on: None = the run's own train dataset)
+            own = run.train in run.datasets
+            pairs = [(d, d) for d in self.train_datasets(name)] if own else [(d, None) for d in run.datasets]
             synthetic = self.datasets[run.train]["source"] == "synthetic"
             # word vectors (not a word-piece encoder's) on synthetic data: do they hold its synonymy?
             method = self.config["neural"]["embeddings"][run.embeddings].get("method")
             word_vectors = synthetic and method != "wordpiece"
-            for dataset, seed in product(self.train_datasets(name), run.seeds):
+            for (dataset, trained_on), seed in product(pairs, run.seeds):
                 system = f"{run.model}.{name}.s{seed}"
                 entries.append({"run": name, "seed": seed, "dataset": dataset, "system": system,
-                                "first_stage": self.rerank_from, "log": f"{run.model_dir(seed, dataset)}/log.csv",
+                                "first_stage": self.rerank_system(dataset),
+                                "log": f"{run.model_dir(seed, trained_on)}/log.csv",
                                 "metrics": f"results/metrics/{dataset}/{system}.test.csv",
-                                "first_stage_metrics": f"results/metrics/{dataset}/{self.rerank_from}.test.csv",
+                                "first_stage_metrics":
+                                    f"results/metrics/{dataset}/{self.rerank_system(dataset)}.test.csv",
                                 "qrels": f"data/{dataset}/qrels.test.txt",
                                 "truth": f"data/{dataset}/truth.json" if synthetic else None,
                                 "length": run.training["max_doc_length"],
@@ -358,7 +372,8 @@ class StudyPlan:
                 "train_queries": self.query_store(emb, dataset, "train"),
                 "documents": self.collection_store(emb, dataset),
                 "dev_queries": self.query_store(emb, dataset, "dev"),
-                "dev_run": f"runs/{dataset}/{self.rerank_from}.dev.run", "dev_qrels": f"data/{dataset}/qrels.dev.txt",
+                "dev_run": f"runs/{dataset}/{self.rerank_system(dataset)}.dev.run",
+                "dev_qrels": f"data/{dataset}/qrels.dev.txt",
                 "encoder": self.encoder_inputs(run, seed)}
 
     def rerank_depth(self, run: str) -> int:
@@ -381,7 +396,7 @@ class StudyPlan:
         return {"model": f"{self.runs[run].model_dir(seed, dataset if own else None)}/model.pt",
                 "embeddings": f"text/{emb}/embeddings.npy",
                 "queries": self.query_store(emb, dataset, split), "documents": self.collection_store(emb, dataset),
-                "candidates": f"runs/{dataset}/{self.rerank_from}.{split}.run",
+                "candidates": f"runs/{dataset}/{self.rerank_system(dataset)}.{split}.run",
                 "encoder": self.encoder_inputs(run, seed)}
 
     # ---- claims --------------------------------------------------------------------------------

@@ -47,7 +47,7 @@ class FirstStage:
     def search_params(self, system: str) -> dict[str, Any]:
         """A Lucene system's ranking parameters (k1 and b, or mu)."""
         return {key: value for key, value in self.plan.systems[system].items()
-                if key not in ("model", "splits", "hits")}
+                if key not in ("model", "splits", "hits", "label")}
 
     def hits(self, system: str) -> int:
         """Candidates per query of a first-stage system: its own ``hits``, else first_stage.hits."""

@@ -14,6 +14,9 @@ Three sources:
   (``word2vec``).
 - ``glove``: read from a GloVe text file (``word v1 ... vdim`` per line); terms absent from it
   get N(0, 0.1^2) vectors from a generator seeded with the study seed.
+- ``encoder_table``: a pre-trained encoder's input embedding table (``encoder``, e.g. ``minilm``): each term's
+  vector is the mean of its word pieces' rows (the encoder's own tokenizer), so word-level models read vectors
+  learnt from the encoder's pre-training text instead of the collection's; ``dim`` must be the encoder's hidden size.
 """
 
 from __future__ import annotations
@@ -36,7 +39,7 @@ from rankstudy.text.vocab import Vocabulary
 
 log = logging.getLogger(__name__)
 
-METHODS = ("word2vec", "fasttext", "glove")
+METHODS = ("word2vec", "fasttext", "glove", "encoder_table")
 GENSIM_MAX_WORDS = 10_000  # gensim silently truncates longer sentences
 
 
@@ -52,6 +55,7 @@ class EmbeddingConfig:
     path: str | None = None  # GloVe text file (glove only)
     min_count: int = 1  # gensim's own cut-off, applied on top of the vocabulary's
     bucket: int = 2_000_000  # FastText hash buckets for character n-grams (gensim's default)
+    encoder: str | None = None  # encoder_table only: the pre-trained encoder (minilm or a directory)
 
     def __post_init__(self) -> None:
         if self.method not in METHODS:
@@ -61,6 +65,8 @@ class EmbeddingConfig:
             raise ValueError(f"sg must be 0 (CBOW) or 1 (skip-gram), got {self.sg!r}")
         if (self.method == "glove") != (self.path is not None):
             raise ValueError("path (a GloVe text file) is required for method 'glove' and only for it")
+        if (self.method == "encoder_table") != (self.encoder is not None):
+            raise ValueError("encoder is required for method 'encoder_table' and only for it")
 
 
 def stable_hash(text: str) -> int:
@@ -151,6 +157,28 @@ def load_glove(path: str | os.PathLike, vocab: Vocabulary, dim: int, seed: int) 
     return out
 
 
+def encoder_table(encoder: str, vocab: Vocabulary, dim: int) -> np.ndarray:
+    """Each term's vector: the mean of its word pieces' rows in the encoder's input embedding table."""
+    import torch
+
+    from rankstudy.nn.pretrained import load_encoder, load_tokenizer
+
+    table = load_encoder(encoder).embeddings.word_embeddings.weight.detach()
+    if table.shape[1] != dim:
+        raise StudyError(f"embeddings: encoder {encoder!r} has {table.shape[1]}-d input embeddings; set dim to it")
+    tokenizer = load_tokenizer(encoder)
+    out = np.zeros((len(vocab), dim), dtype=np.float32)
+    pieces = tokenizer(vocab.terms[2:], add_special_tokens=False)["input_ids"]
+    with torch.no_grad():
+        for row, ids in enumerate(pieces, start=2):
+            if ids:
+                out[row] = table[ids].mean(dim=0).numpy()
+    empty = sum(not ids for ids in pieces)
+    log.info("%s's input embeddings: %d terms from their word pieces, %d without any left at zero", encoder,
+             len(pieces) - empty, empty)
+    return out
+
+
 def _is_number(text: str) -> bool:
     try:
         float(text)
@@ -164,6 +192,8 @@ def build_embeddings(config: EmbeddingConfig, vocab: Vocabulary, seed: int,
     """The embeddings ``config`` asks for (``store``, one or several, is needed by word2vec and fasttext)."""
     if config.method == "glove":
         return load_glove(config.path, vocab, config.dim, seed)
+    if config.method == "encoder_table":
+        return encoder_table(config.encoder, vocab, config.dim)
     stores = [store] if isinstance(store, TokenStore) else list(store or [])
     if not stores:
         raise StudyError(f"embeddings: method {config.method!r} needs a token store to train on")

@@ -3,6 +3,9 @@
 * Positives: the query's judged documents with grade >= ``rel_threshold``.
 * Negatives: the query's top ``negatives_depth`` candidates (by score) whose grade (0 when
   unjudged) is below ``rel_threshold``.
+* ``judged_negatives`` (triples only): a query's documents judged 0 (given negatives, e.g. MS MARCO's official
+  triples' negative: ``rankstudy.datasets.local``) each make one triple first, with a drawn positive; the rest
+  of its ``per_query`` triples are drawn as above, from the candidates and the judged negatives together.
 * Queries are visited in qid order, each with its own draws from one
   ``numpy.random.default_rng(seed)``; queries without a positive or a negative are skipped.
 
@@ -11,6 +14,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import os
 import re
@@ -52,7 +56,7 @@ def _pools(qrels: Qrels, run: Run, rel_threshold: int, negatives_depth: int):
 
 
 def make_triples(qrels: Qrels, candidates_run: Run, rel_threshold: int, negatives_depth: int,
-                 per_query: int, seed: int) -> list[Triple]:
+                 per_query: int, seed: int, judged_negatives: bool = False) -> list[Triple]:
     """``per_query`` (qid, positive, negative) triples per query.
 
     Pairs are drawn from positives x negatives without replacement while there are enough
@@ -62,12 +66,18 @@ def make_triples(qrels: Qrels, candidates_run: Run, rel_threshold: int, negative
         raise StudyError(f"per_query must be at least 1, got {per_query}")
     rng = np.random.default_rng(seed)
     triples: list[Triple] = []
+    given_count = 0
     for qid, positives, negatives in _pools(qrels, candidates_run, rel_threshold, negatives_depth):
-        pairs = len(positives) * len(negatives)
-        for index in rng.choice(pairs, size=per_query, replace=per_query > pairs):
+        given = sorted(d for d, grade in qrels[qid].items() if grade == 0)[:per_query] if judged_negatives else []
+        for negative in given:
+            triples.append((qid, positives[int(rng.integers(len(positives)))], negative))
+        given_count += len(given)
+        negatives = negatives + [d for d in given if d not in negatives]
+        pairs, wanted = len(positives) * len(negatives), per_query - len(given)
+        for index in rng.choice(pairs, size=wanted, replace=wanted > pairs):
             p, n = divmod(int(index), len(negatives))
             triples.append((qid, positives[p], negatives[n]))
-    log.info("%d triples", len(triples))
+    log.info("%d triples (%d with a given negative)", len(triples), given_count)
     return triples
 
 
@@ -88,6 +98,17 @@ def make_groups(qrels: Qrels, candidates_run: Run, rel_threshold: int, negatives
             groups.append((qid, positive, tuple(pool[int(i)] for i in chosen)))
     log.info("%d groups of 1 positive + %d negatives", len(groups), negatives)
     return groups
+
+
+def query_subset(examples: Sequence[tuple], count: int) -> list[tuple]:
+    """The examples of ``count`` of their queries: the first ``count`` qids in the order of their SHA-1 digests,
+    a fixed order independent of the seed, so that smaller subsets are nested in larger ones (a learning curve)
+    and every seed of a run trains on the same queries."""
+    qids = sorted({example[0] for example in examples}, key=lambda qid: hashlib.sha1(qid.encode()).hexdigest())
+    if count > len(qids):
+        raise StudyError(f"train_queries: {count} training queries asked for, the examples have {len(qids)}")
+    kept = set(qids[:count])
+    return [example for example in examples if example[0] in kept]
 
 
 def write_triples(path: str | os.PathLike, triples: Iterable[Sequence[str]]) -> None:

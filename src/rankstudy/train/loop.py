@@ -86,6 +86,9 @@ class TrainConfig:
     # a pass scores its documents sorted by length, this many at a time, each group padded to its own
     # longest (train.length_groups: same scores, less padding); 0 = the whole pass at once
     length_group: int = 16
+    # train on the examples of this many training queries only (a learning curve: examples.query_subset);
+    # None = all
+    train_queries: int | None = None
 
     def __post_init__(self) -> None:
         if self.optimizer not in OPTIMIZERS:
@@ -105,7 +108,7 @@ class TrainConfig:
                 raise ValueError(f"learning_rates.{group} must be a positive number, got {lr!r}")
         if not is_number(self.weight_decay) or self.weight_decay < 0:
             raise ValueError(f"weight_decay must be a non-negative number, got {self.weight_decay!r}")
-        check_ints(self, "validation_queries", "micro_batch", nullable=True)
+        check_ints(self, "validation_queries", "micro_batch", "train_queries", nullable=True)
         if self.micro_batch is not None and self.query_negatives:
             raise ValueError("micro_batch and query_negatives do not go together: query negatives pair each "
                              "positive with another example's query of the same pass")

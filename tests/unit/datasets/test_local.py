@@ -168,3 +168,82 @@ def test_the_official_route_reads_a_splits_lists_from_the_given_run(tmp_path, ca
     assert "1 of 3 queries have no candidates" in caplog.text
     (tmp_path / "none.tsv").write_text("q7\tseventh\n")
     assert cli.main(args[:3] + ["--queries", str(tmp_path / "none.tsv")] + args[5:]) == 2  # ranks none of them
+
+
+def test_a_pool_joins_other_folders_passages_text_only(tmp_path, caplog):
+    """pool: another folder's passages join the collection (its judgments never do); a docid already there keeps
+    the collection's own text, and the copies are logged."""
+    src = make_source(tmp_path)
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "collection.tsv").write_bytes(b"d1\tanother rendering of d1\nx1\tpooled passage\n")
+    (other / "qrels.txt").write_bytes(b"q1 0 x1 3\n")  # never read
+    with caplog.at_level(logging.WARNING):
+        local.export("ds", {**SETTINGS, "path": str(src), "pool": [str(other)]}, tmp_path / "out")
+    assert (tmp_path / "out" / "collection.tsv").read_bytes() == COLLECTION + b"x1\tpooled passage\n"
+    assert (tmp_path / "out" / "qrels.test.txt").read_bytes() == QRELS
+    assert "1 documents already in the collection, kept with the first text" in caplog.text
+
+
+TRAIN_QUERIES = "".join(f"t{i}\tquery {i}\n" for i in range(10)).encode()
+TRAIN_QRELS = "".join(f"t{i} 0 d{1 + i % 3} 1\n" for i in range(10)).encode()
+TRAIN = {"path": "src", "splits": {"train": {"queries": "queries.tsv", "qrels": "qrels.txt"}}}
+
+
+def test_a_held_out_split_is_a_seeded_disjoint_choice_of_judged_queries(tmp_path):
+    src = make_source(tmp_path, queries=TRAIN_QUERIES, qrels=TRAIN_QRELS)
+    settings = {**TRAIN, "path": str(src), "held_out": {"from": "train", "split": "dev", "queries": 3}}
+    chosen = []
+    for seed, out in ((1, "a"), (1, "b"), (2, "c")):
+        local.export("ds", settings, tmp_path / out, seed=seed)
+        dev = (tmp_path / out / "queries.dev.tsv").read_text().splitlines()
+        train = (tmp_path / out / "queries.train.tsv").read_text().splitlines()
+        assert len(dev) == 3 and len(train) == 7 and not set(dev) & set(train)
+        assert sorted(dev + train) == sorted(TRAIN_QUERIES.decode().splitlines())
+        dev_qids = {line.split()[0] for line in (tmp_path / out / "qrels.dev.txt").read_text().splitlines()}
+        assert dev_qids == {line.split("\t")[0] for line in dev}
+        chosen.append(dev)
+    assert chosen[0] == chosen[1] and chosen[0] != chosen[2]  # the seed alone decides
+    assert local.splits(settings) == ["train", "dev"]
+
+
+@pytest.mark.parametrize("held_out, message", [
+    ({"from": "dev", "split": "x", "queries": 2}, "held_out.from: 'dev' is not one of the splits"),
+    ({"from": "train", "split": "train", "queries": 2}, "held_out.split: expected a new split name"),
+    ({"from": "train", "split": "dev", "queries": 0}, "held_out: expected"),
+])
+def test_a_bad_held_out_setting_is_a_config_error(tmp_path, held_out, message):
+    src = make_source(tmp_path, queries=TRAIN_QUERIES, qrels=TRAIN_QRELS)
+    with pytest.raises(ConfigError, match=message):
+        local.export("ds", {**TRAIN, "path": str(src), "held_out": held_out}, tmp_path / "out")
+
+
+def test_holding_out_every_judged_query_fails(tmp_path):
+    src = make_source(tmp_path, queries=TRAIN_QUERIES, qrels=TRAIN_QRELS)
+    with pytest.raises(StudyError, match="cannot hold out 10 of 10 judged queries"):
+        local.export("ds", {**TRAIN, "path": str(src), "held_out": {"from": "train", "split": "dev", "queries": 10}},
+                     tmp_path / "out")
+    assert not (tmp_path / "out").exists()
+
+
+def test_given_negatives_become_grade_0_judgments(tmp_path):
+    src = make_source(tmp_path)
+    (src / "negatives.tsv").write_bytes(b"q1\td2\nq3\td1\n")
+    splits = {"test": {**SETTINGS["splits"]["test"], "negatives": "negatives.tsv"}}
+    local.export("ds", {**SETTINGS, "path": str(src), "splits": splits}, tmp_path / "out")
+    assert (tmp_path / "out" / "qrels.test.txt").read_text().splitlines() == [
+        "q1 0 d1 2", "q1 0 d3 0", "q1 0 d2 0", "q2 0 d2 1", "q3 0 d1 0"]
+
+
+@pytest.mark.parametrize("negatives, message", [
+    (b"q1\td2\nq9\td1\n", r"negatives.tsv:2: expected a qid of the split's queries; got 'q9'"),
+    (b"q1\td9\n", r"negatives.tsv:1: expected a docid of the collection"),
+    (b"q1\td1\n", r"negatives.tsv:1: expected a document not judged relevant to the query"),
+])
+def test_bad_given_negatives_name_the_line(tmp_path, negatives, message):
+    src = make_source(tmp_path)
+    (src / "negatives.tsv").write_bytes(negatives)
+    splits = {"test": {**SETTINGS["splits"]["test"], "negatives": "negatives.tsv"}}
+    with pytest.raises(StudyError, match=message):
+        local.export("ds", {**SETTINGS, "path": str(src), "splits": splits}, tmp_path / "out")
+    assert not (tmp_path / "out").exists()

@@ -78,3 +78,22 @@ def test_first_stage_table_rejects_repeated_system(tmp_path):
     b = metrics_csv(tmp_path / "b.csv", "robust", "test", "ql", {"nDCG@10": 0.5})
     with pytest.raises(StudyError, match=r"a\.csv, .*b\.csv"):
         first_stage_table([a, b], ["nDCG@10"], tmp_path / "t")
+
+
+def test_data_counts_come_from_the_files(tmp_path):
+    """A caption's counts are read from the data folders, so they are true of whatever folder a config names."""
+    from rankstudy.report.tables import data_counts
+
+    train, test = tmp_path / "msmarco-train", tmp_path / "dl-test-a"
+    for folder in (train, test):
+        folder.mkdir()
+    (train / "collection.tsv").write_text("d1\ta\nd2\tb\nd3\tc\n")
+    (train / "queries.train.tsv").write_text("q1\tx\nq2\ty\n")
+    (train / "qrels.train.txt").write_text("q1 0 d1 1\nq2 0 d2 1\n")
+    (train / "queries.dev.tsv").write_text("q3\tz\n")
+    (train / "qrels.dev.txt").write_text("q3 0 d3 1\n")
+    (test / "collection.tsv").write_text("d1\ta\n")
+    (test / "queries.test.tsv").write_text("t1\tx\nt2\ty\nt3\tz\n")
+    (test / "qrels.test.txt").write_text("t1 0 d1 2\nt1 0 unseen 1\n")
+    assert data_counts([test, train]) == ("dl-test-a: 3 test queries (1 judged), 1 documents; "
+                                          "msmarco-train: 2 train queries, 1 dev queries, 3 documents")

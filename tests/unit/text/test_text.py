@@ -272,6 +272,23 @@ def test_glove(tmp_path):
         load_glove(glove, vocab, dim=3, seed=5)
 
 
+def test_an_encoders_input_table_gives_each_word_the_mean_of_its_pieces():
+    from rankstudy.nn.pretrained import load_encoder, load_tokenizer
+    from rankstudy.text.embeddings import encoder_table
+
+    vocab = Vocabulary(["<pad>", "<oov>", "cat", "photosynthesis"], [0, 0, 3, 2], [0, 0, 1, 1], 2)
+    vectors = encoder_table("minilm", vocab, dim=384)
+    assert vectors.shape == (4, 384) and vectors.dtype == np.float32 and not vectors[:2].any()
+    table = load_encoder("minilm").embeddings.word_embeddings.weight.detach().numpy()
+    tokenizer = load_tokenizer("minilm")
+    for row, word in ((2, "cat"), (3, "photosynthesis")):
+        ids = tokenizer(word, add_special_tokens=False)["input_ids"]
+        assert np.allclose(vectors[row], table[ids].mean(axis=0), atol=1e-6)
+    assert len(tokenizer("photosynthesis", add_special_tokens=False)["input_ids"]) > 1  # a word of several pieces
+    with pytest.raises(StudyError, match="384-d input embeddings; set dim to it"):
+        encoder_table("minilm", vocab, dim=300)
+
+
 def test_embedding_files_and_config(tmp_path):
     array = np.arange(12, dtype=np.float32).reshape(4, 3)
     save_embeddings(tmp_path / "e.npy", array)
@@ -284,7 +301,8 @@ def test_embedding_files_and_config(tmp_path):
 
     assert EmbeddingConfig().method == "word2vec"
     assert from_dict(EmbeddingConfig, {"method": "glove", "path": "g.txt", "dim": 300}).dim == 300
-    for bad in ({"method": "bert"}, {"dim": 0}, {"sg": 2}, {"method": "glove"}, {"path": "g.txt"}, {"dims": 5}):
+    for bad in ({"method": "bert"}, {"dim": 0}, {"sg": 2}, {"method": "glove"}, {"path": "g.txt"}, {"dims": 5},
+                {"method": "encoder_table"}, {"encoder": "minilm"}):
         with pytest.raises(ConfigError):
             from_dict(EmbeddingConfig, bad)
 

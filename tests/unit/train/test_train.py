@@ -57,6 +57,28 @@ def test_sampling_is_determined_by_the_seed():
     assert ex.make_groups(QRELS, RUN, 1, 6, 3, 2, seed=5) == ex.make_groups(QRELS, RUN, 1, 6, 3, 2, seed=5)
 
 
+def test_judged_negatives_each_make_a_triple_first():
+    """A query's documents judged 0 (given negatives) each make one triple, even beyond the candidates' depth;
+    off (the default), the same draws as before."""
+    qrels = {"q1": {"a": 2, "b": 1, "g": 0, "f": 0}}
+    with_given = ex.make_triples(qrels, RUN, rel_threshold=1, negatives_depth=3, per_query=5, seed=0,
+                                 judged_negatives=True)
+    assert len(with_given) == 5
+    assert [n for _, _, n in with_given[:2]] == ["f", "g"]  # f is below the depth, g not in the lists at all
+    assert {n for _, _, n in with_given[2:]} <= {"c", "d", "f", "g"}
+    assert ex.make_triples(QRELS, RUN, 1, 4, 4, seed=0, judged_negatives=False) == ex.make_triples(QRELS, RUN, 1, 4, 4,
+                                                                                                   seed=0)
+
+
+def test_a_query_subset_is_nested_and_seed_free():
+    examples = [(f"q{i}", "p", "n") for i in range(20) for _ in range(2)]
+    small, large = ex.query_subset(examples, 5), ex.query_subset(examples, 12)
+    assert len({q for q, _, _ in small}) == 5 and len(small) == 10
+    assert {q for q, _, _ in small} < {q for q, _, _ in large}
+    with pytest.raises(StudyError, match="21 training queries asked for, the examples have 20"):
+        ex.query_subset(examples, 21)
+
+
 def test_groups_have_distinct_negatives_when_possible():
     result = ex.make_groups(QRELS, RUN, 1, 6, per_query=5, negatives=3, seed=0)
     assert len(result) == 5

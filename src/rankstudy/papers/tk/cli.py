@@ -1,4 +1,4 @@
-"""Subcommands: the TK paper's Tables 2-4 and its interpretability view."""
+"""Subcommands: the TK paper's Tables 2-4, its interpretability view, trade-off figure and learning curve."""
 
 from __future__ import annotations
 
@@ -15,8 +15,10 @@ log = logging.getLogger("rankstudy")
 def _tk_table2(args: argparse.Namespace) -> None:
     from rankstudy.papers.tk.report import table2
 
-    table2(args.metrics, json.loads(args.rows), Path(args.out_prefix), args.depth, args.scaled, args.efficiency,
-           args.data)
+    from rankstudy.report.tables import data_counts
+
+    data = f"{args.data} ({data_counts(args.data_dirs)})" if args.data_dirs else args.data
+    table2(args.metrics, json.loads(args.rows), Path(args.out_prefix), args.depth, args.scaled, args.efficiency, data)
 
 
 @subcommand("tk-table2", "the TK paper's Table 2 from metric CSVs")
@@ -27,6 +29,8 @@ def _tk_table2_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--depth", type=int, required=True, help="candidates of the re-rank task (caption)")
     p.add_argument("--scaled", default="", help="caption note on scaled-down settings")
     p.add_argument("--data", default="", help="caption: what the datasets are (default: their names)")
+    p.add_argument("--data-dirs", nargs="*", default=[],
+                   help="the datasets' data/NAME folders: the caption gives their query and document counts")
     p.add_argument("--out-prefix", required=True)
     p.set_defaults(handler=_tk_table2)
 
@@ -84,3 +88,48 @@ def _tk_view_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", required=True, help="HTML file")
     p.add_argument("--kernels", type=float, nargs="+", default=[1.0, 0.9, 0.7, 0.5], help="kernel centres to colour")
     p.set_defaults(handler=_tk_view)
+
+
+def _tk_tradeoff(args: argparse.Namespace) -> None:
+    from rankstudy.papers.tk.tradeoff import tradeoff_figure
+
+    tradeoff_figure(args.table, Path(args.out_prefix), args.measure)
+
+
+@subcommand("tk-tradeoff", "the TK paper's effectiveness-efficiency trade-off figure from its Table 2 CSV")
+def _tk_tradeoff_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--table", required=True, help="Table 2 CSV (tk-table2 with --efficiency: a docs/ms column)")
+    p.add_argument("--measure", default="test re-rank nDCG@10", help="the Table 2 column on the y axis")
+    p.add_argument("--out-prefix", required=True, help="writes PREFIX.png and PREFIX.pdf")
+    p.set_defaults(handler=_tk_tradeoff)
+
+
+def _tk_learning_curve(args: argparse.Namespace) -> None:
+    from rankstudy.errors import StudyError
+    from rankstudy.papers.tk.tradeoff import learning_curve, training_queries
+
+    def parsed(option: str, text: str) -> list:
+        try:
+            return json.loads(text)
+        except json.JSONDecodeError as error:
+            raise StudyError(f"{option}: not JSON ({error})") from None
+
+    points = parsed("--points", args.points)
+    for point in points:  # a run on all its training queries: as many as its examples file has
+        if point.get("queries") is None:
+            point["queries"] = training_queries(point["examples"])
+    learning_curve(args.metrics, points, Path(args.out_prefix), Path(args.figure_prefix),
+                   parsed("--baselines", args.baselines), args.measure, args.caption)
+
+
+@subcommand("tk-learning-curve", "test effectiveness by the number of training queries (table and figure)")
+def _tk_learning_curve_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--metrics", nargs="+", required=True)
+    p.add_argument("--points", required=True, help="JSON list of {series, queries, dataset, system, examples}; one "
+                   "per seed; queries null: the number of queries of the examples file")
+    p.add_argument("--baselines", default="[]", help="JSON list of {label, dataset, system}; p is against the first")
+    p.add_argument("--measure", default="nDCG@10")
+    p.add_argument("--caption", default="", help="appended to the table's caption")
+    p.add_argument("--out-prefix", required=True, help="the table: PREFIX.csv, .md, .tex")
+    p.add_argument("--figure-prefix", required=True, help="the figure: PREFIX.png, .pdf")
+    p.set_defaults(handler=_tk_learning_curve)

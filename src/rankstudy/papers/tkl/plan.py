@@ -50,7 +50,7 @@ class TKLOutputs(DatasetPaper):
         top 100 in the paper config), then the configured {label, run} entries (``speed``: the efficiency model
         whose docs/ms the row shows, default the run's model)."""
         runs = self.plan.runs
-        return [{"label": "BM25", "dataset": self.dataset, "system": self.plan.rerank_from}] + [
+        return [{"label": "BM25", "dataset": self.dataset, "system": self.plan.rerank_system(self.dataset)}] + [
             {"label": row["label"], "dataset": self.dataset, "system": runs[row["run"]].system,
              "model": row.get("speed", runs[row["run"]].model)}
             for row in self.section[key]]

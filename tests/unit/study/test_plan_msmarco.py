@@ -1,0 +1,89 @@
+"""The plan of config/msmarco-passages.yaml: models trained on one dataset (MS MARCO training queries) re-rank the
+given BM25 lists of other datasets (TREC DL years), each dataset re-ranking its own first stage (rerank_from)."""
+
+from __future__ import annotations
+
+import pytest
+import yaml
+
+from helpers import REPO
+from rankstudy.config import ConfigError
+from rankstudy.study import StudyPlan
+
+
+def msmarco(override: str = "") -> StudyPlan:
+    """The config as Snakemake hands it over (a standalone file: schema defaults filled in)."""
+    from snakemake.utils import update_config, validate
+
+    settings = yaml.safe_load((REPO / "config" / "msmarco-passages.yaml").read_text())
+    update_config(settings, yaml.safe_load(override) or {})
+    validate(settings, str(REPO / "workflow" / "schemas" / "config.schema.yaml"))
+    return StudyPlan.from_config(settings)
+
+
+def test_each_dataset_re_ranks_its_own_first_stage():
+    plan = msmarco()
+    assert plan.rerank_system("msmarco-train") == "bm25"
+    assert plan.rerank_system("dl-test-a") == plan.rerank_system("dl-test-b") == "bm25-given"
+    assert plan.dataset_splits("msmarco-train") == ["train", "dev"]  # dev held out of train
+    # the study's BM25 searches the training pool; the given lists are the test years'
+    assert plan.system_splits("bm25", "msmarco-train") == ["train", "dev"]
+    assert plan.system_splits("bm25", "dl-test-a") == []
+    assert plan.system_splits("bm25-given", "dl-test-b") == ["test"]
+    training = plan.train_inputs("msmarco-train", "tk", 42)
+    assert training["dev_run"] == "runs/msmarco-train/bm25.dev.run"
+    assert training["examples"] == "train/msmarco-train/triples.tsv"
+    rerank = plan.rerank_inputs("dl-test-a", "tk", 43, "test")
+    assert rerank["candidates"] == "runs/dl-test-a/bm25-given.test.run"
+    assert rerank["model"] == "models/msmarco-train/tk/tk/seed43/model.pt"
+    assert rerank["documents"] == "text/w2v/dl-test-a/collection"
+
+
+def test_table2_has_each_test_dataset_with_its_bm25_row_and_the_caption_counts_the_training_data():
+    plan = msmarco()
+    rows = plan.tk.table2_rows()
+    firsts = [row for row in rows if row["model"] is None and row["rerank"] == row["baseline"]]
+    assert [(row["dataset"], row["run"], row["rerank"]) for row in firsts] == [
+        ("dl-test-a", "BM25", "bm25-given"), ("dl-test-b", "BM25", "bm25-given")]
+    assert {row["baseline"] for row in rows} == {"bm25-given"}
+    assert plan.tk.caption_datasets() == ["dl-test-a", "dl-test-b", "msmarco-train"]
+    assert plan.tk.tradeoff
+
+
+def test_the_learning_audit_has_a_row_per_seed_and_test_dataset():
+    entries = msmarco().learning_audit()
+    tk = [entry for entry in entries if entry["run"] == "tk"]
+    assert {(entry["dataset"], entry["seed"]) for entry in tk} == {(d, s) for d in ("dl-test-a", "dl-test-b")
+                                                                    for s in (42, 43)}
+    assert {entry["log"] for entry in tk} == {"models/msmarco-train/tk/tk/seed42/log.csv",
+                                              "models/msmarco-train/tk/tk/seed43/log.csv"}
+    assert {entry["first_stage_metrics"] for entry in tk} == {
+        "results/metrics/dl-test-a/bm25-given.test.csv", "results/metrics/dl-test-b/bm25-given.test.csv"}
+
+
+def test_a_learning_curve_lists_every_seed_and_dataset_with_its_training_queries():
+    plan = msmarco("""
+neural:
+  runs:
+    tk-1k: {model: tk, embeddings: w2v, train: msmarco-train, evaluate: [dl-test-a, dl-test-b], rerank_depth: 100,
+            training: {train_queries: 1000}}
+  learning_curve: [{series: TK, run: tk-1k}, {series: TK, run: tk}]
+""")
+    curve = plan.tk.learning_curve()
+    assert {(p["queries"], p["dataset"], p["system"]) for p in curve["points"]} == {
+        (1000, "dl-test-a", "tk.tk-1k.s42"), (1000, "dl-test-b", "tk.tk-1k.s42"),
+        *((None, d, f"tk.tk.s{s}") for d in ("dl-test-a", "dl-test-b") for s in (42, 43))}
+    assert curve["baselines"] == [{"label": "BM25", "dataset": d, "system": "bm25-given"}
+                                  for d in ("dl-test-a", "dl-test-b")]
+    inputs = plan.tk.learning_curve_inputs()
+    assert "results/metrics/dl-test-b/tk.tk-1k.s42.test.csv" in inputs["metrics"]
+    assert inputs["examples"] == ["train/msmarco-train/triples.tsv"]
+
+
+@pytest.mark.parametrize("override, message", [
+    ("neural: {learning_curve: [{series: TK, run: nope}]}", "neural.learning_curve names 'nope'"),
+    ("datasets: {dl-test-a: {rerank_from: bm25}}", "re-ranks 'bm25' candidates, which 'dl-test-a' has no test lists"),
+])
+def test_bad_settings_are_refused_naming_them(override, message):
+    with pytest.raises(ConfigError, match=message):
+        msmarco(override)
