@@ -284,11 +284,12 @@ def test_the_msmarco_config_trains_on_one_folder_and_tests_on_any_two_of_the_tre
     output = result.stdout + result.stderr
     counts = job_counts(output)
     assert counts.pop("total") == sum(counts.values())
-    trained, tests = 6, 2  # TK (two seeds), KNRM, CONV-KNRM, BERT[CLS], the bi-encoder; two test folders
+    trained, tests = 7, 2  # TK (two seeds), TK on word2vec, KNRM, CONV-KNRM, BERT[CLS], the bi-encoder
     assert counts == {
         "dataset_msmarco_train": 1, "dataset_dl_test_a": 1, "dataset_dl_test_b": 1,
         "index": 1, "first_stage": 2, "official_candidates": tests, "dense_index": tests, "dense_search": tests,
-        "vocabulary": 1, "embeddings": 2, "store_collection": 2 * 3, "store_queries": 2 * 4, "examples": 1,
+        # MiniLM's input table and word2vec (a vocabulary each), MiniLM's word pieces; 3 datasets, 4 query splits
+        "vocabulary": 2, "embeddings": 3, "store_collection": 3 * 3, "store_queries": 3 * 4, "examples": 1,
         "train": trained, "rerank": trained * tests, "full_task": trained * tests,
         # the training pool's BM25 (train, dev); each test folder's BM25, MiniLM and each run's two tasks
         "evaluate": 2 + tests * (2 + 2 * trained),
@@ -298,9 +299,10 @@ def test_the_msmarco_config_trains_on_one_folder_and_tests_on_any_two_of_the_tre
             in output)
     assert "--judged-negatives" in output
     assert "--dev-run runs/msmarco-train/bm25.dev.run" in output
-    assert ("rerank --model-dir models/msmarco-train/tk/tk/seed43 --embeddings text/w2v/embeddings.npy --queries "
-            "text/w2v/dl-test-b/queries.test --documents text/w2v/dl-test-b/collection --candidates "
-            "runs/dl-test-b/bm25-given.test.run") in output
+    assert ("rerank --model-dir models/msmarco-train/tk/tk/seed43 --embeddings text/minilm-table/embeddings.npy "
+            "--queries text/minilm-table/dl-test-b/queries.test --documents text/minilm-table/dl-test-b/collection "
+            "--candidates runs/dl-test-b/bm25-given.test.run") in output
+    assert "encoder_table" in output
 
 
 @pytest.mark.slow
@@ -312,7 +314,7 @@ def test_the_msmarco_config_runs_end_to_end_and_its_captions_describe_the_folder
 datasets: {msmarco-train: {local: {held_out: {queries: 3}}}}
 neural:
   embeddings: {w2v: {dim: 16, epochs: 2, vocab_min_count: 1}}
-  models: {tk: {heads: 2}}
+  models: {tk-300: {heads: 2}}
   training: {max_steps: 4, validate_every: 2, validation_queries: null}
   runs:
     bert: {training: {max_steps: 2, validate_every: 2, batch_size: 2}}
@@ -320,7 +322,7 @@ neural:
   efficiency:
     setup: {batch: 4, doc_length: 16, query_length: 4, dim: 16, vocab: 100, repeats: 1, threads: 1, train_batch: 2}
     models:
-      tk: {heads: 2}
+      tk-300: {heads: 2}
       bert_cat: {batch: 2, train_batch: 2, doc_length: 16}
       bi_encoder: {batch: 2, train_batch: 2, doc_length: 16}
 """)

@@ -36,7 +36,7 @@ def test_each_dataset_re_ranks_its_own_first_stage():
     rerank = plan.rerank_inputs("dl-test-a", "tk", 43, "test")
     assert rerank["candidates"] == "runs/dl-test-a/bm25-given.test.run"
     assert rerank["model"] == "models/msmarco-train/tk/tk/seed43/model.pt"
-    assert rerank["documents"] == "text/w2v/dl-test-a/collection"
+    assert rerank["documents"] == "text/minilm-table/dl-test-a/collection"
 
 
 def test_table2_has_each_test_dataset_with_its_bm25_row_and_the_caption_counts_the_training_data():
@@ -65,7 +65,7 @@ def test_a_learning_curve_lists_every_seed_and_dataset_with_its_training_queries
     plan = msmarco("""
 neural:
   runs:
-    tk-1k: {model: tk, embeddings: w2v, train: msmarco-train, evaluate: [dl-test-a, dl-test-b], rerank_depth: 100,
+    tk-1k: {model: tk, embeddings: minilm-table, train: msmarco-train, evaluate: [dl-test-a, dl-test-b], rerank_depth: 100,
             training: {train_queries: 1000}}
   learning_curve: [{series: TK, run: tk-1k}, {series: TK, run: tk}]
 """)
