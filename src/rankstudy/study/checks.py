@@ -49,6 +49,10 @@ def check_references(config: Mapping[str, Any]) -> None:
     if neural["rerank"]["first_stage"] not in systems:
         raise ConfigError(f"config: neural.rerank.first_stage names {neural['rerank']['first_stage']!r}, which is "
                           f"not a first_stage system ({', '.join(systems)})")
+    for name, dataset in datasets.items():
+        if dataset.get("rerank_from", neural["rerank"]["first_stage"]) not in systems:
+            raise ConfigError(f"config: datasets.{name}.rerank_from names {dataset['rerank_from']!r}, which is not a "
+                              f"first_stage system ({', '.join(systems)})")
 
 
 def check_plan(plan) -> None:

@@ -83,6 +83,8 @@ neural:
 @pytest.mark.parametrize("override, message", [
     ("neural: {learning_curve: [{series: TK, run: nope}]}", "neural.learning_curve names 'nope'"),
     ("datasets: {dl-test-a: {rerank_from: bm25}}", "re-ranks 'bm25' candidates, which 'dl-test-a' has no test lists"),
+    ("datasets: {dl-test-b: {rerank_from: nope}}", "datasets.dl-test-b.rerank_from names 'nope', which is not a "
+                                                   "first_stage system"),
 ])
 def test_bad_settings_are_refused_naming_them(override, message):
     with pytest.raises(ConfigError, match=message):
