@@ -39,7 +39,7 @@ rule all:
         rules.tk_table3_4.output if QUERY_TABLES else [],
         rules.tk_view.output if TK_VIEW else [],
         rules.tk_tradeoff.output if TK.tradeoff else [],
-        rules.tk_learning_curve.output if TK.learning_curve() else [],
+        rules.tk_learning_curve.output if LEARNING_CURVE else [],
         # throughput belongs to a neural study: a local collection's BM25 config does not run it
         rules.efficiency.output if PLAN.measures_speed and PLAN.neural_systems() else [],
         TKL.outputs(),

@@ -11,7 +11,8 @@ imported (model, embeddings and activations; inference only, measured before tra
 groups of ``training.length_group``'s default, pairwise margin loss, backward, Adam; with several threads
 the groups on separate threads, ``train.length_groups``), after a warm-up step. A model entry may override
 ``batch``, ``doc_length``, ``train_batch`` (long-document models are measured at their own lengths), ``dim`` (a
-model on vectors of another width) and ``repeats`` (a TKL training step at 4,000 tokens takes half a minute on one CPU core), and an encoder model's
+model on vectors of another width) and ``repeats`` (a TKL training step at 4,000 tokens takes half a minute on one
+CPU core), and an encoder model's
 ``random_encoder`` (a BERT's ``layers``, ``hidden``, ``heads``, ``intermediate``): the encoder is then a randomly
 initialised BERT of those dimensions (``text.study_encoder.random_bert``), so that a machine without the paper's
 bert-base-uncased measures its architecture's speed (speed does not depend on the weights).
@@ -44,7 +45,8 @@ from rankstudy.config import check_ints
 log = logging.getLogger(__name__)
 
 
-SETUP_OVERRIDES = ("batch", "doc_length", "train_batch", "repeats", "dim")  # a model entry may measure at its own settings
+# a model entry may measure at its own settings
+SETUP_OVERRIDES = ("batch", "doc_length", "train_batch", "repeats", "dim")
 MEASUREMENT_KEYS = (*SETUP_OVERRIDES, "random_encoder")  # an entry's keys that are not its model's config
 
 

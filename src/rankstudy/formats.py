@@ -10,7 +10,8 @@
 Every reader reports a malformed line as ``FormatError`` naming the file, the 1-based line
 number, what was expected and what was found; a file without a single record is an error at the
 line after its last one. A UTF-8 byte-order mark before the first line is skipped; elsewhere U+FEFF is
-refused in ids (allowed in a collection's or queries' text, as a zero-width space); NUL bytes are refused. Every writer is atomic (temp file + rename). docs/formats.md lists what each
+refused in ids (allowed in a collection's or queries' text, as a zero-width space); NUL bytes are refused.
+Every writer is atomic (temp file + rename). docs/formats.md lists what each
 reader accepts and refuses.
 """
 

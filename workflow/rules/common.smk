@@ -26,6 +26,7 @@ TEXT = PLAN.text
 TK = PLAN.tk
 TK_VIEW = TK.view_run()
 QUERY_TABLES = TK.query_tables()
+LEARNING_CURVE = TK.learning_curve()  # neural.learning_curve's points and baselines ({} without any)
 TKL = PLAN.tkl
 SOCIALFORMER = PLAN.socialformer
 CHOPPY = PLAN.choppy

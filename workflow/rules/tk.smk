@@ -23,7 +23,7 @@ rule tk_table2:
     resources: mem_mb=1000, runtime=15
     shell:
         "python -m rankstudy tk-table2 --metrics {input.metrics:q} {params.efficiency} --rows {params.rows:q}"
-        " --depth {params.depth} --scaled={params.scaled:q} --data={params.data:q} --data-dirs {params.data_dirs}"
+        " --depth {params.depth} --scaled={params.scaled:q} --data={params.data:q} --data-dirs {params.data_dirs:q}"
         " --out-prefix {params.prefix}"
         " 2> {log}"
 
@@ -87,8 +87,8 @@ rule tk_learning_curve:
     log: "logs/report/tk_learning_curve.log"
     conda: "../../environment.yml"
     params:
-        points=lambda wc: as_json(TK.learning_curve()["points"]),
-        baselines=lambda wc: as_json(TK.learning_curve()["baselines"]),
+        points=lambda wc: as_json(LEARNING_CURVE["points"]),
+        baselines=lambda wc: as_json(LEARNING_CURVE["baselines"]),
         caption=lambda wc: f"{PLAN.data_description(TK.caption_datasets())}. {PLAN.caption_note}",
     resources: mem_mb=1000, runtime=15
     shell:

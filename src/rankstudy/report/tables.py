@@ -92,15 +92,16 @@ def per_query_values(rows: pd.DataFrame, measure: str) -> dict[str, float]:
 def data_counts(data_dirs: Sequence[str | os.PathLike]) -> str:
     """What the datasets hold, counted from their files (data/NAME: collection.tsv, queries.SPLIT.tsv,
     qrels.SPLIT.txt), for a caption: true of whatever folder a config points at."""
-    from rankstudy.formats import iter_collection, read_qrels, read_queries
+    from rankstudy.formats import _count_lines, read_qrels, read_queries
 
     parts = []
     for data_dir in map(Path, data_dirs):
-        documents = sum(1 for _ in iter_collection(data_dir / "collection.tsv", check_unique=False))
+        documents = _count_lines(data_dir / "collection.tsv")  # written by the dataset rule: one document a line
         splits = []
-        for queries_file in sorted(data_dir.glob("queries.*.tsv"), key=lambda path: _split_rank(path.stem[8:])):
-            split = queries_file.stem.removeprefix("queries.")
-            queries, qrels = read_queries(queries_file), read_qrels(data_dir / f"qrels.{split}.txt")
+        names = (path.stem.removeprefix("queries.") for path in data_dir.glob("queries.*.tsv"))
+        for split in sorted(names, key=lambda name: (_split_rank(name), name)):  # train, dev, test, then the rest
+            queries = read_queries(data_dir / f"queries.{split}.tsv")
+            qrels = read_qrels(data_dir / f"qrels.{split}.txt")
             judged = sum(1 for qid in queries if qid in qrels)
             unjudged = f" ({judged:,} judged)" if judged != len(queries) else ""
             splits.append(f"{len(queries):,} {split} queries{unjudged}")
