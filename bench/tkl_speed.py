@@ -1,12 +1,13 @@
-"""TKL inference throughput and peak memory against TK.
+"""TKL inference throughput and peak memory against TK and against the original's layout.
 
 Paper dimensions (emb 300, 2 layers, 10 heads, ff 100, 11 kernels), one 8-term query against a
-batch of documents (re-ranking), 2 threads: TK on 200 tokens; TKL on 1000, 2000 and 4000 tokens,
-on 2000 real tokens padded to 4000, and on 2000-token documents with one 4000-token document in
-the batch (padding that only packing the chunks, not cutting the batch's trailing padding, can
-skip). Batches of 64 documents for TK, 8 for TKL (on CPU TKL scores a batch in slices of 16000
-document positions anyway, 8 documents of 2000 tokens; 8 keeps a run within minutes on a busy
-machine).
+batch of documents (re-ranking), 2 threads: TK on 200 tokens; TKL on 500, 1000, 1500, 2000, 3000
+and 4000 tokens, each beside the reference TKL (bench/reference_tkl.py: the same weights and
+scores, computed as matchmaker's TKL_sigir20 lays it out) on the same inputs; TKL on 2000 real
+tokens padded to 4000, and on 2000-token documents with one 4000-token document in the batch
+(padding that only packing the chunks, not cutting the batch's trailing padding, can skip).
+Batches of 64 documents for TK, 16 for TKL (on CPU TKL scores a batch in slices of at most 16000
+document positions, at least one per thread: 8 documents of 2000 tokens).
 
 Time: every configuration runs once per round, one after the other (in reverse order every other
 round), round after round (after a warm-up round), so that a change in the machine's load hits
@@ -22,9 +23,10 @@ and a pass over the first document alone has loaded the kernels and started the 
 over 128 KiB are mmapped there (MALLOC_MMAP_THRESHOLD_), so freed memory leaves the RSS at once
 and the peak is that of live memory.
 
-Checks the targets of the TKL issue; exit status 1 if one is missed.
+Checks the targets of the TKL issues (among them issue 57: docs/ms falls with the length from 500 to
+4000 tokens, and is at least 1.5x the reference's at every length); exit status 1 if one is missed.
 
-Usage: python bench/tkl_speed.py [--threads 2] [--batch 64] [--tkl-batch 8] [--rounds 10]
+Usage: python bench/tkl_speed.py [--threads 2] [--batch 64] [--tkl-batch 16] [--rounds 5]
 """
 
 from __future__ import annotations
@@ -37,6 +39,8 @@ import statistics
 import sys
 import time
 
+from pathlib import Path
+
 import numpy as np
 import torch
 
@@ -44,7 +48,11 @@ from rankstudy.efficiency import _current_rss_mb, _peak_rss_mb
 from rankstudy.models.tk import TK, TKConfig
 from rankstudy.models.tkl import TKL, TKLConfig
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from reference_tkl import ReferenceTKL  # noqa: E402
+
 QUERY_LENGTH = 8
+LENGTHS = (500, 1000, 1500, 2000, 3000, 4000)  # TKL and the reference side by side
 DIMS = dict(layers=2, heads=10, ff_dim=100)
 
 
@@ -67,8 +75,12 @@ def inputs(batch: int, length: int, real: list[int], vocab: int) -> tuple[torch.
 
 
 def build(model_name: str, matrix: np.ndarray) -> torch.nn.Module:
+    """"TK", "TKL" or "reference" (the reference TKL around a TKL of the same seed: the same weights)."""
     torch.manual_seed(0)
-    return (TK(TKConfig(**DIMS), matrix) if model_name == "TK" else TKL(TKLConfig(**DIMS), matrix)).eval()
+    if model_name == "TK":
+        return TK(TKConfig(**DIMS), matrix).eval()
+    model = TKL(TKLConfig(**DIMS), matrix).eval()
+    return ReferenceTKL(model).eval() if model_name == "reference" else model
 
 
 def peak_memory(model_name: str, batch: int, length: int, real: list[int], threads: int, vocab: int) -> tuple:
@@ -94,19 +106,19 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--batch", type=int, default=64, help="TK batch")
-    parser.add_argument("--tkl-batch", type=int, default=8, help="TKL batch")
-    parser.add_argument("--rounds", type=int, default=10)
+    parser.add_argument("--tkl-batch", type=int, default=16, help="TKL batch")
+    parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--vocab", type=int, default=30000)
     args = parser.parse_args()
     batch = args.tkl_batch
     configurations = {  # name: (model, batch, padded length, real lengths (see _real))
         "TK 200": ("TK", args.batch, 200, []),
-        "TKL 2000": ("TKL", batch, 2000, []),
-        "TKL 4000": ("TKL", batch, 4000, []),
         "TKL 2000 real padded to 4000": ("TKL", batch, 4000, [2000]),
         "TKL 2000 real + one 4000": ("TKL", batch, 4000, [4000, 2000]),
-        "TKL 1000": ("TKL", batch, 1000, []),
     }
+    for length in LENGTHS:
+        configurations[f"TKL {length}"] = ("TKL", batch, length, [])
+        configurations[f"reference {length}"] = ("reference", batch, length, [])
     memory = {}
     # the memory processes allocate blocks over 128 KiB with mmap and give them back when freed, so
     # their peak RSS is the peak of live memory (glibc's default caching made it vary by ±20 MB)
@@ -120,18 +132,19 @@ def main() -> int:
 
     torch.set_num_threads(args.threads)
     matrix = embeddings(args.vocab)
-    models = {"TK": build("TK", matrix), "TKL": build("TKL", matrix)}
+    models = {name: build(name, matrix) for name in ("TK", "TKL", "reference")}
     data = {name: inputs(size, length, _real(real, size), args.vocab)
             for name, (_, size, length, real) in configurations.items()}
     wall = {name: [] for name in configurations}
     cpu = {name: [] for name in configurations}
+    scores = {}
     with torch.inference_mode():
         for round_ in range(args.rounds + 1):  # round 0 warms up
             order = list(configurations.items())
             for name, (model_name, *_) in order if round_ % 2 else order[::-1]:  # cancels a drift in load
                 query, document = data[name]
                 start, start_cpu = time.perf_counter(), time.process_time()
-                models[model_name](query, document)
+                scores[name] = models[model_name](query, document)
                 if round_:
                     wall[name].append(time.perf_counter() - start)
                     cpu[name].append(time.process_time() - start_cpu)
@@ -170,9 +183,19 @@ def main() -> int:
     mixed = ratio("TKL 2000 real + one 4000", "TKL 2000")
     peak_4k = rows["TKL 4000"]["peak_mb"] / rows["TKL 2000"]["peak_mb"]
     activations_4k = rows["TKL 4000"]["activations_mb"] / rows["TKL 2000"]["activations_mb"]
-    with torch.inference_mode():
-        difference = (models["TKL"](*data["TKL 2000"]) - models["TKL"](*data["TKL 2000 real padded to 4000"])).abs()
+    difference = (scores["TKL 2000"] - scores["TKL 2000 real padded to 4000"]).abs()
     print(f"TKL scores of the documents padded to 4000 and to 2000: max |difference| {difference.max().item():.1e}")
+    print("TKL against the reference, same inputs: docs/ms of the best rounds, ratio (median over rounds of the "
+          "ratio within a round), max |score difference|")
+    print(f"{'tokens':>6} {'TKL':>8} {'ref.':>8} {'ratio':>6} {'(median)':>8} {'|diff|':>8}")
+    against = {}
+    for length in LENGTHS:
+        ours, theirs = f"TKL {length}", f"reference {length}"
+        against[length] = ratio(theirs, ours)
+        print(f"{length:>6} {rows[ours]['docs_per_ms']:>8.4f} {rows[theirs]['docs_per_ms']:>8.4f} "
+              f"{against[length][0]:>6.2f} {against[length][1]:>8.2f} "
+              f"{(scores[ours] - scores[theirs]).abs().max().item():>8.1e}")
+    speeds = [rows[f"TKL {length}"]["docs_per_ms"] for length in LENGTHS]
     print("ratios of the best rounds (median over rounds of the ratio within a round)")
     checks = [
         (f"TKL 2000 docs/ms / TK 200 docs/ms = {speed[0]:.3f} ({speed[1]:.3f})", speed[0] >= 0.08, ">= 0.08"),
@@ -182,6 +205,10 @@ def main() -> int:
         (f"time 2000 real padded to 4000 / padded to 2000 = {padded[0]:.2f} ({padded[1]:.2f})", padded[0] <= 1.15,
          "about 1: <= 1.15"),
         (f"time 2000 real + one 4000 / all 2000 = {mixed[0]:.2f} ({mixed[1]:.2f})", True, "none, reported"),
+        ("TKL docs/ms " + " > ".join(f"{speed:.4f}" for speed in speeds) + f" ({', '.join(map(str, LENGTHS))} tokens)",
+         all(longer < shorter for shorter, longer in zip(speeds, speeds[1:])), "falls with the length"),
+        ("TKL / reference docs/ms " + ", ".join(f"{against[length][0]:.2f}" for length in LENGTHS),
+         all(against[length][0] >= 1.5 for length in LENGTHS), ">= 1.5 at every length"),
     ]
     for text, ok, target in checks:
         print(f"{'ok  ' if ok else 'MISS'} {text}  (target {target})")

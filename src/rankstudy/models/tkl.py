@@ -68,11 +68,17 @@ we depart from it:
   matches nothing, and OOV query terms are left out of the sum over i.
 
 Efficiency: at inference, distinct queries of a batch are contextualised once; on CPU a batch is
-scored in slices of about ``cpu_slice_tokens`` document positions (8 documents of 2000 tokens,
+scored in slices of at most ``cpu_slice_tokens`` document positions (8 documents of 2000 tokens,
 4 of 4000: the kernel tensors of a slice keep one size), shared out between the threads
 (``nn.slices``: each thread scores whole slices on one torch thread), and the transformer runs over the packed
 chunks in groups of ``cpu_slice_chunks`` (both measured in bench/tkl_speed.py: the activations
 stay in cache, and their memory is one slice's whatever the batch and the document length).
+With n > 1 torch threads the batch is cut into at least n equal slices (``nn.slices.thread_slice_size``):
+a batch that fit one slice (16 documents of 1,000 tokens) ran as one slice with every op split between
+the threads, slower per document than 2,000 tokens, and 16 of 1,500 tokens were shared out as 10 and 6. On one
+thread the slices are as configured, so the study's runs (``neural.threads: 1``) score bit for bit as before;
+with more, a document's score is a one-thread run's over the same slices, which can differ from the
+one-thread slicing's in the last bit (the Linear(15→1) of (7) rounds by the slice's number of rows).
 Without autograd the last transformer layer computes the 40 central positions of a chunk only (the 10 context
 positions are keys and values, never outputs: ``_contextualize_chunks``).
 Kernel activations are laid out [B, Lq, K, Ld], so the window sums reduce a strided view of the
@@ -101,7 +107,7 @@ from torch.nn import functional as F
 
 from rankstudy.models.tk import ContextualizerConfig, Contextualizing, build_contextualizer
 from rankstudy.nn.kernels import cosine_matrix, token_masks
-from rankstudy.nn.slices import map_slices
+from rankstudy.nn.slices import map_slices, thread_slice_size
 from rankstudy.precision import in_fp32
 
 SATURATIONS = ("embedding", "log", "linear")
@@ -162,9 +168,9 @@ class TKLConfig(ContextualizerConfig):
     # neighbours before the first window: 0 ("zero"), or the first window's score ("repeat", the published code)
     region_start: str = "zero"
     max_length: int = 512  # positions the sinusoid features cover: queries and one extended chunk
-    # CPU inference: document positions per slice of the batch (documents per slice = this // the
-    # batch's length, at least 1; 0 = whole batch) and packed chunks per transformer call (0 = all
-    # at once); scores are the same, the activations stay in cache (bench/tkl_speed.py).
+    # CPU inference: most document positions per slice of the batch (at most this // the batch's length
+    # documents, at least 1, and with n torch threads at least n equal slices; 0 = whole batch) and packed
+    # chunks per transformer call (0 = all at once); the activations stay in cache (bench/tkl_speed.py).
     cpu_slice_tokens: int = 16000
     cpu_slice_chunks: int = 32
     # training: autograd over the chunks that the chosen regions read only (the others' gradient is 0); the
@@ -425,7 +431,8 @@ class TKL(Contextualizing):
 
     def _sliced(self, query: torch.Tensor, document: torch.Tensor) -> dict[str, torch.Tensor]:
         document = self._trim(document)
-        size = max(1, self.config.cpu_slice_tokens // max(document.shape[1], 1))
+        # at most cpu_slice_tokens positions a slice, and at least one slice per torch thread (thread_slice_size)
+        size = thread_slice_size(document.shape[0], max(1, self.config.cpu_slice_tokens // max(document.shape[1], 1)))
         if self._slicing(document) and self.config.cpu_slice_tokens and size < document.shape[0]:
             parts = map_slices(self._score, query, document, size)
             return {key: torch.cat([part[key] for part in parts]) for key in parts[0]}

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from rankstudy.models import build_model
-from rankstudy.nn.slices import map_slices
+from rankstudy.nn.slices import map_slices, thread_slice_size
 
 
 @pytest.fixture
@@ -60,3 +60,32 @@ def test_tk_and_tkl_score_on_two_threads_as_on_one(two_threads, name, length, se
     assert torch.equal(one, two)
     with torch.no_grad():
         assert not model(query, document).requires_grad
+
+
+def test_slice_sizes_give_every_thread_an_equal_share(two_threads):
+    # 16 documents, at most 32 / 16 / 10 / 8 / 5 / 4 a slice (TKL's 16,000 positions at 500 ... 4,000 tokens)
+    assert [thread_slice_size(16, most) for most in (32, 16, 10, 8, 5, 4)] == [8, 8, 8, 8, 4, 4]
+    assert thread_slice_size(10, 3) == 3 and thread_slice_size(3, 8) == 2 and thread_slice_size(1, 8) == 8
+    torch.set_num_threads(1)
+    assert [thread_slice_size(16, most) for most in (32, 10, 5)] == [32, 10, 5]  # one thread: as configured
+
+
+def test_tkl_shares_a_batch_that_fits_one_slice_between_the_threads(two_threads, monkeypatch):
+    import rankstudy.models.tkl as tkl
+
+    vectors = np.random.default_rng(0).standard_normal((200, 24), dtype=np.float32)
+    vectors[:2] = 0
+    torch.manual_seed(0)
+    model = build_model("tkl", {"layers": 1, "heads": 2, "ff_dim": 16}, vectors).eval()  # 16,000 positions
+    generator = torch.Generator().manual_seed(1)
+    query = torch.randint(2, 200, (1, 5), generator=generator).expand(6, -1)
+    document = torch.randint(1, 200, (6, 130), generator=generator)
+    sizes = []
+    monkeypatch.setattr(tkl, "map_slices",
+                        lambda score, q, d, size: sizes.append(size) or map_slices(score, q, d, size))
+    with torch.inference_mode():
+        two = model(query, document)
+        torch.set_num_threads(1)
+        one = model(query, document)
+    assert sizes == [3]  # two slices of 3 on two threads; one thread scores the 6 documents as one slice
+    assert torch.allclose(one, two, atol=1e-5)
