@@ -17,7 +17,10 @@ are counted: the script states how many files it read and which runs had none.
 Snakemake's ``cpu_time`` samples a job's processes (every second for 30 s, then every 30 s) and misses
 what ran after the last sample: it is a lower bound (a TKL re-ranking job of 33 s wall recorded 13 s,
 and took 26 CPU-seconds of its 26 quiet ones measured with ``/usr/bin/time``). ``--log`` reads a run's
-Snakemake log instead: its elapsed time and how long fewer jobs ran than there are cores (idle cores).
+Snakemake log instead: its elapsed time, how long fewer jobs ran than there are cores and the idle
+core-minutes (what better packing could still win), and its critical path: the chain of jobs, each
+reading an output of the one before, with the longest sum of wall times (no number of cores runs the
+study faster than that chain; shortening a job off it does not shorten the run).
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ import argparse
 import csv
 import re
 from collections import defaultdict
+from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
@@ -82,27 +86,79 @@ def job_paper(path: Path, papers: dict[str, str], socialformer_texts: set[str] =
     return papers.get(parts[1] if len(parts) >= 4 else "", "shared"), stage
 
 
-def log_occupancy(log: Path, cores: int) -> tuple[float, float]:
-    """(elapsed seconds from the first job's start to the last job's end, seconds during which fewer
-    than ``cores`` jobs ran) of a Snakemake log: its ``[timestamp]`` lines, ``jobid:`` and ``Finished jobid:``."""
-    now, started, spans = None, {}, []
+@dataclass
+class LoggedJob:
+    name: str  # rule and wildcards, e.g. "train model=tk, run=tk, seed=42"
+    inputs: list[str] = field(default_factory=list)
+    outputs: list[str] = field(default_factory=list)
+    start: datetime | None = None
+    end: datetime | None = None
+
+    @property
+    def seconds(self) -> float:
+        return (self.end - self.start).total_seconds()
+
+
+def log_jobs(log: Path) -> list[LoggedJob]:
+    """The finished jobs of a Snakemake log: its ``[timestamp]`` lines, each job's ``rule``, ``input:``,
+    ``output:``, ``wildcards:`` and ``jobid:`` lines, and ``Finished jobid:``."""
+    now, current, started, finished = None, None, {}, []
     for line in log.read_text().splitlines():
-        stamp = re.match(r"\[(\w{3} \w{3} +\d+ [\d:]+ \d{4})\]", line)
-        if stamp:
+        if stamp := re.match(r"\[(\w{3} \w{3} +\d+ [\d:]+ \d{4})\]", line):
             now = datetime.strptime(" ".join(stamp.group(1).split()), "%a %b %d %H:%M:%S %Y")
-        elif (job := re.match(r"\s+jobid: (\d+)", line)) and now:
-            started[job.group(1)] = now
+        elif rule := re.match(r"^(?:local)?rule (\w+):$", line):
+            current = LoggedJob(rule.group(1))
+        elif current and (field_line := re.match(r"^    (input|output|wildcards): (.*)$", line)):
+            key, value = field_line.groups()
+            if key == "wildcards":
+                current.name = f"{current.name} {value}"
+            else:
+                getattr(current, key + "s").extend(value.split(", "))
+        elif current and (job := re.match(r"^    jobid: (\d+)", line)) and now:
+            current.start = now
+            started[job.group(1)] = current
         elif (done := re.match(r"Finished jobid: (\d+)", line)) and done.group(1) in started:
-            spans.append((started.pop(done.group(1)), now))
-    if not spans:
+            job = started.pop(done.group(1))
+            job.end = now
+            finished.append(job)
+    if not finished:
         raise SystemExit(f"{log}: no finished job found (expected Snakemake's 'jobid:' and 'Finished jobid:' lines)")
-    first = min(start for start, _ in spans)
-    seconds = int((max(end for _, end in spans) - first).total_seconds())
+    return finished
+
+
+def log_occupancy(jobs: list[LoggedJob], cores: int) -> tuple[int, int, int]:
+    """(elapsed seconds from the first job's start to the last job's end, seconds during which fewer than
+    ``cores`` jobs ran, idle core-seconds: the sum over those seconds of the cores that ran no job)."""
+    first = min(job.start for job in jobs)
+    seconds = int((max(job.end for job in jobs) - first).total_seconds())
     running = [0] * seconds
-    for start, end in spans:
-        for second in range(int((start - first).total_seconds()), int((end - first).total_seconds())):
+    for job in jobs:
+        for second in range(int((job.start - first).total_seconds()), int((job.end - first).total_seconds())):
             running[second] += 1
-    return seconds, sum(1 for count in running if count < cores)
+    return (seconds, sum(1 for count in running if count < cores),
+            sum(max(0, cores - count) for count in running))
+
+
+def critical_path(jobs: list[LoggedJob]) -> list[LoggedJob]:
+    """The chain of jobs, each reading an output of the one before, with the longest sum of wall times."""
+    producer = {path: job for job in jobs for path in job.outputs}
+    # a job's inputs may be directories or files below another job's output directory
+    def parents(job: LoggedJob) -> set[int]:
+        found = set()
+        for path in job.inputs:
+            while path and path not in producer:
+                path = path.rpartition("/")[0]
+            if path:
+                found.add(id(producer[path]))
+        return found
+
+    by_id = {id(job): job for job in jobs}
+    longest: dict[int, tuple[float, list[LoggedJob]]] = {}
+    for job in sorted(jobs, key=lambda job: job.end):  # a job ends after every job it reads from
+        before = max((longest[parent] for parent in parents(job) if parent in longest and parent in by_id),
+                     key=lambda found: found[0], default=(0.0, []))
+        longest[id(job)] = (before[0] + job.seconds, [*before[1], job])
+    return max(longest.values(), key=lambda found: found[0])[1]
 
 
 def main() -> None:
@@ -135,7 +191,7 @@ def main() -> None:
         if len(parts) >= 4:
             seen_runs.add(parts[1])
     order = ["shared", "TK", "TKL", "Socialformer", "Choppy"]
-    lines = ["# Time of the default study, from its Snakemake benchmark files", "",
+    lines = [f"# Time of `{args.config}`, from its Snakemake benchmark files", "",
              f"{sum(jobs.values())} benchmark files under `{root}/` (config `{args.config}`). Minutes: the sum",
              "of the jobs' wall times, and of Snakemake's sampled CPU times (user + system; a lower bound).", "",
              "| paper | stage | jobs | wall min | CPU min (sampled) |", "|---|---|---:|---:|---:|"]
@@ -149,9 +205,15 @@ def main() -> None:
     lines.append(f"| **study** | all | {sum(jobs.values())} | **{sum(wall.values()) / 60:.1f}** "
                  f"| {sum(cpu.values()) / 60:.1f} |")
     if args.log:
-        elapsed, idle = log_occupancy(args.log, args.cores)
+        logged = log_jobs(args.log)
+        elapsed, idle, idle_cores = log_occupancy(logged, args.cores)
+        path = critical_path(logged)
         lines += ["", f"The run's log (`{args.log.name}`): {elapsed / 60:.1f} minutes from the first job's start "
-                  f"to the last job's end; fewer than {args.cores} jobs ran during {idle / 60:.1f} of them."]
+                  f"to the last job's end; fewer than {args.cores} jobs ran during {idle / 60:.1f} of them "
+                  f"({idle_cores / 60:.1f} idle core-minutes).", "",
+                  f"Critical path ({sum(job.seconds for job in path) / 60:.1f} minutes, {len(path)} jobs, each "
+                  "reading an output of the one before):", "", "| job | min |", "|---|---:|"]
+        lines += [f"| {job.name} | {job.seconds / 60:.1f} |" for job in path]
     missing = sorted(name for name in papers if name not in seen_runs)
     lines += ["", "Runs without any benchmark file (not run yet): " + (", ".join(missing) or "none") + ".",
               f"Left out: {len(stale)} files of runs the config no longer has" + (f" ({', '.join(stale)})." if stale else ".")]
