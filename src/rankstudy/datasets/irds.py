@@ -208,4 +208,12 @@ def official_candidates(dataset_ids: str | list[str], qids: set[str], hits: int)
         raise StudyError(f"{', '.join(ids)}: no scoreddocs for any of the split's {len(run)} queries")
     if missing:
         log.warning("%d of %d queries have no official candidates (e.g. %s)", len(missing), len(run), missing[0])
+    # MS MARCO passage's scoreddocs carry no scores (ir_datasets gives every pair 0): left tied, trec_eval would
+    # order them by docid while the depth cut and re-ranking took the file's order; the file's order, as scores
+    unscored = [qid for qid, ranking in run.items() if len(ranking) > 1 and len({score for _, score in ranking}) == 1]
+    for qid in unscored:
+        run[qid] = [(docid, float(len(run[qid]) - rank)) for rank, (docid, _) in enumerate(run[qid])]
+    if unscored:
+        log.warning("%d of %d queries' official candidates carry no scores (all tied): ranked in the file's order",
+                    len(unscored), len(run))
     return {qid: sorted(ranking, key=lambda item: -item[1])[:hits] for qid, ranking in run.items()}

@@ -173,3 +173,13 @@ def test_official_candidates_are_the_splits_own_lists(tmp_path, caplog):
     assert irds.official_candidates(first, {"q1"}, 1) == {"q1": [("d2", 3.0)]}
     with pytest.raises(StudyError, match="provides no scoreddocs"):
         irds.official_candidates(register(tmp_path / "c")[0], {"q1"}, 10)
+
+
+def test_official_candidates_without_scores_keep_the_files_order(tmp_path, caplog):
+    """MS MARCO passage's scoreddocs are "qid pid" pairs (ir_datasets scores each 0): the written run ranks them in
+    the file's order with distinct scores, so an evaluation (ties by docid) sees the order the depth cut takes."""
+    dataset_id = register_scoreddocs(tmp_path, "q1\td3\nq1\td1\nq1\td2\nq2\td5\n")
+    with caplog.at_level(logging.WARNING):
+        run = irds.official_candidates(dataset_id, {"q1", "q2"}, 2)
+    assert run == {"q1": [("d3", 3.0), ("d1", 2.0)], "q2": [("d5", 0.0)]}
+    assert "1 of 2 queries' official candidates carry no scores" in caplog.text

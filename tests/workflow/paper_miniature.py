@@ -1,0 +1,207 @@
+"""Miniature inputs of the paper configs (config/paper/*.yaml), built from a seed, nothing downloaded.
+
+The paper configs name ir_datasets ids, a GloVe text file and a bert-base-uncased directory. A miniature
+(config/paper/miniature/NAME.yaml, given after the paper config) shrinks only sizes; these builders make
+the files the paper config reads, in the real formats, small:
+
+- ``irds_home``: an IR_DATASETS_HOME holding the files ir_datasets reads for each id, under the names
+  it expects. ir_datasets takes a download's ``cache_path`` (etc/downloads.json) or a ``Cache`` target as
+  present when the file exists (the md5 is checked only while downloading), so nothing is fetched; the
+  handlers (TSV, TREC docs, gzip, qrels, scoreddocs parsers, filters like ``judged``) run as on real data.
+- ``glove_file``: ``word v1 ... v300`` a line, as glove.42B.300d.txt.
+- ``bert_directory``: a random BERT of small size saved with ``save_pretrained``, with bert-base-uncased's
+  vocab.txt layout ([PAD] 0, [unused0..98], [UNK] 100, [CLS] 101, [SEP] 102, [MASK] 103) and its tokenizer
+  (uncased WordPiece).
+
+The text comes from rankstudy's synthetic generator (pseudo-words, graded judgments); the ids look like
+the real ones (MS MARCO passage ids are integers, document ids ``D<n>``).
+"""
+
+from __future__ import annotations
+
+import gzip
+import random
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from rankstudy.datasets.synthetic import LengthConfig, RelevantConfig, SyntheticConfig, generate
+
+GLOVE_DIM = 300
+
+
+@dataclass
+class Collection:
+    """A miniature test collection: documents, and per split its queries and graded qrels."""
+    docs: list[tuple[str, str]]
+    queries: dict[str, dict[str, str]]
+    qrels: dict[str, dict[str, dict[str, int]]]
+
+    def words(self) -> set[str]:
+        texts = [text for _, text in self.docs] + [text for split in self.queries.values() for text in split.values()]
+        return {word for text in texts for word in text.split()}
+
+
+def synthetic_collection(flavour: str, seed: int, docid=lambda i: str(i), qid_start: int = 1000,
+                         queries=(40, 12, 8), background: int = 150, length: LengthConfig | None = None) -> Collection:
+    """The synthetic generator's data, renamed to real-looking ids (query ids are integers from ``qid_start``)."""
+    config = SyntheticConfig(flavour=flavour, train_queries=queries[0], dev_queries=queries[1], test_queries=queries[2],
+                             concepts=200, filler_vocabulary=2000, context_vocabulary=600, background_documents=background,
+                             relevant=RelevantConfig(max=5), length=length or LengthConfig(median=40, min=25, max=80),
+                             test_judged_negatives=6)
+    data = generate(config, seed=seed)
+    docids = {old: docid(i) for i, (old, _) in enumerate(data.docs)}
+    qids = {}
+    for split in ("train", "dev", "test"):
+        for old in data.queries[split]:
+            qids[old] = str(qid_start + len(qids))
+    queries_out = {split: {qids[q]: text for q, text in data.queries[split].items()} for split in data.queries}
+    qrels_out = {split: {qids[q]: {docids[str(d)]: int(g) for d, g in judged.items()} for q, judged in data.qrels[split].items()}
+                 for split in data.qrels}
+    return Collection([(docids[old], text) for old, text in data.docs], queries_out, qrels_out)
+
+
+def candidates(collection: Collection, split: str, depth: int, seed: int) -> dict[str, list[tuple[str, float]]]:
+    """A split's 'official' candidate lists: judged documents first mixed with others, descending scores."""
+    rng = random.Random(seed)
+    ids = [docid for docid, _ in collection.docs]
+    lists = {}
+    for qid in collection.queries[split]:
+        judged = list(collection.qrels[split].get(qid, {}))
+        others = [docid for docid in rng.sample(ids, min(depth, len(ids))) if docid not in judged]
+        ranking = (judged + others)[:depth]
+        rng.shuffle(ranking)
+        lists[qid] = [(docid, round(30.0 - 0.1 * rank, 3)) for rank, docid in enumerate(ranking)]
+    return lists
+
+
+def _write(path: Path, text: str, compress: bool = False) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if compress:
+        with gzip.open(path, "wt", encoding="utf-8") as handle:
+            handle.write(text)
+    else:
+        path.write_text(text, encoding="utf-8")
+
+
+def _tsv(rows) -> str:
+    return "".join(f"{a}\t{b}\n" for a, b in rows)
+
+
+def _qrels(qrels: dict[str, dict[str, int]], sep: str = " ", binary: bool = False) -> str:
+    return "".join(f"{qid}{sep}0{sep}{docid}{sep}{1 if binary else grade}\n"
+                   for qid, judged in qrels.items() for docid, grade in judged.items() if not binary or grade > 0)
+
+
+def msmarco_passage(home: Path, seed: int) -> Collection:
+    """ir_datasets' msmarco-passage: collection, train (judged), dev/small (+ its top 1000), trec-dl-2019."""
+    data = synthetic_collection("passage", seed, docid=str, qid_start=1000)
+    base = home / "msmarco-passage"
+    _write(base / "irds_version.txt", "v2")  # the Migrator's version; another would delete collection.tsv
+    _write(base / "collection.tsv", _tsv(data.docs))  # Cache of collectionandqueries.tar.gz's collection.tsv
+    _write(base / "train/queries.tsv", _tsv(data.queries["train"].items()))
+    _write(base / "train/qrels", _qrels(data.qrels["train"], sep="\t", binary=True))  # qrels.train.tsv: grade 1
+    _write(base / "dev/small/queries.tsv", _tsv(data.queries["dev"].items()))
+    _write(base / "dev/small/qrels", _qrels(data.qrels["dev"], sep="\t", binary=True))
+    # top1000.dev / msmarco-passagetest2019-top1000, as ir_datasets caches them: "qid<TAB>pid", no score
+    for split, folder in (("dev", "dev"), ("test", "trec-dl-2019")):
+        lists = candidates(data, split, 60, seed)
+        _write(base / folder / "ms.run", "".join(f"{qid}\t{docid}\n" for qid, ranking in lists.items()
+                                                 for docid, _ in ranking))
+    # TREC DL 2019: 200 queries released, 43 judged (the `judged` subset filters); 4 unjudged ones here
+    unjudged = {str(9000 + i): f"unjudged query {i}" for i in range(4)}
+    _write(base / "trec-dl-2019/queries.tsv", _tsv({**data.queries["test"], **unjudged}.items()))
+    _write(base / "trec-dl-2019/qrels", _qrels(data.qrels["test"], sep=" "))  # 2019qrels-pass.txt: graded 0-3
+    return data
+
+
+def msmarco_document(home: Path, seed: int) -> Collection:
+    """ir_datasets' msmarco-document: TREC-format documents (url, title, body), train, dev, trec-dl-2019."""
+    data = synthetic_collection("document", seed, docid=lambda i: f"D{1000 + i}", qid_start=5000,
+                                length=LengthConfig(median=120, sigma=0.8, min=40, max=600))
+    base = home / "msmarco-document"
+    docs = []
+    for docid, text in data.docs:
+        words = text.split()
+        docs.append(f"<DOC>\n<DOCNO>{docid}</DOCNO>\n<TEXT>\nhttp://example.com/{docid.lower()}\n"
+                    f"{' '.join(words[:5])}\n{' '.join(words[5:])}\n</TEXT>\n</DOC>\n")
+    _write(base / "collection.tsv.gz", "".join(docs), compress=True)  # msmarco-docs.trec.gz
+    for split, folder in (("train", "train"), ("dev", "dev"), ("test", "trec-dl-2019")):
+        queries = data.queries[split]
+        if split == "test":
+            queries = {**queries, **{str(9900 + i): f"unjudged query {i}" for i in range(4)}}
+        _write(base / folder / "queries.tsv.gz", _tsv(queries.items()), compress=True)
+        if split == "test":
+            _write(base / folder / "qrels", _qrels(data.qrels[split]))  # 2019qrels-docs.txt (plain)
+        else:
+            _write(base / folder / "qrels.gz", _qrels(data.qrels[split], binary=True), compress=True)
+        # msmarco-doc*-top100: TREC runs with scores
+        lists = candidates(data, split, 40, seed)
+        _write(base / folder / "ms.run.gz", "".join(f"{qid} Q0 {docid} {rank + 1} {score} IndriQueryLikelihood\n"
+                                                    for qid, ranking in lists.items()
+                                                    for rank, (docid, score) in enumerate(ranking)), compress=True)
+    return data
+
+
+def irds_home(home: Path, seed: int, datasets=("msmarco-passage", "msmarco-document")) -> dict[str, Collection]:
+    """Fill IR_DATASETS_HOME ``home`` with the miniature data of ``datasets``."""
+    builders = {"msmarco-passage": msmarco_passage, "msmarco-document": msmarco_document}
+    return {name: builders[name](home, seed) for name in datasets}
+
+
+def glove_file(path: Path, words: set[str], seed: int, dim: int = GLOVE_DIM) -> Path:
+    """A GloVe text file: most of ``words`` (a tenth left out: GloVe does not know every term) and a few
+    words the collections lack, each with ``dim`` floats."""
+    rng = np.random.default_rng(seed)
+    vocabulary = sorted(words)
+    kept = [word for i, word in enumerate(vocabulary) if i % 10 != 3] + [",", ".", "the", "of"]
+    vectors = rng.normal(0.0, 0.4, size=(len(kept), dim))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w", encoding="utf-8") as handle:
+        for word, vector in zip(kept, vectors):
+            handle.write(word + " " + " ".join(f"{value:.5f}" for value in vector) + "\n")
+    return path
+
+
+def bert_vocabulary(words: set[str]) -> list[str]:
+    """A WordPiece vocabulary laid out as bert-base-uncased's: specials at their ids, then characters,
+    the syllables of the pseudo-words as word starts and continuations, and frequent whole words."""
+    syllables = sorted({word[i:i + 2] for word in words for i in range(0, len(word), 2)})
+    letters = sorted({char for word in words for char in word} | set("abcdefghijklmnopqrstuvwxyz0123456789"))
+    punctuation = list("!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~")
+    vocab = ["[PAD]", *(f"[unused{i}]" for i in range(99)), "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+    vocab += punctuation + letters + syllables + [f"##{s}" for s in syllables] + [f"##{c}" for c in letters]
+    vocab += sorted(words)[:500]
+    seen = set()
+    return [token for token in vocab if not (token in seen or seen.add(token))]
+
+
+def bert_directory(path: Path, words: set[str], seed: int, hidden: int = 32, layers: int = 2, heads: int = 2,
+                   max_positions: int = 512) -> Path:
+    """A bert-base-uncased-shaped Hugging Face directory: a random small BERT and the uncased tokenizer."""
+    import torch
+    from transformers import BertConfig, BertModel, BertTokenizerFast
+
+    path.mkdir(parents=True, exist_ok=True)
+    (path / "vocab.txt").write_text("\n".join(bert_vocabulary(words)) + "\n", encoding="utf-8")
+    tokenizer = BertTokenizerFast(vocab_file=str(path / "vocab.txt"), do_lower_case=True)
+    tokenizer.save_pretrained(str(path))
+    torch.manual_seed(seed)
+    config = BertConfig(vocab_size=tokenizer.vocab_size, hidden_size=hidden, num_hidden_layers=layers,
+                        num_attention_heads=heads, intermediate_size=2 * hidden, max_position_embeddings=max_positions)
+    BertModel(config).save_pretrained(str(path))
+    return path
+
+
+def prepare(work: Path, home: Path, seed: int = 7, datasets=("msmarco-passage", "msmarco-document"),
+            glove: bool = True, bert: bool = False) -> dict[str, Collection]:
+    """Everything a paper config reads from outside the workflow, in miniature: the IR_DATASETS_HOME
+    ``home``, and under ``work`` the GloVe file and bert-base-uncased directory at the paper configs' paths."""
+    collections = irds_home(home, seed, datasets)
+    words = set().union(*(collection.words() for collection in collections.values()))
+    if glove:
+        glove_file(work / "data/glove/glove.42B.300d.txt", words, seed)
+    if bert:
+        bert_directory(work / "data/pretrained/bert-base-uncased", words, seed)
+    return collections
