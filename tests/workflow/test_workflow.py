@@ -284,12 +284,12 @@ def test_the_msmarco_config_trains_on_one_folder_and_tests_on_any_two_of_the_tre
     output = result.stdout + result.stderr
     counts = job_counts(output)
     assert counts.pop("total") == sum(counts.values())
-    trained, tests = 7, 2  # TK (two seeds), TK on word2vec, KNRM, CONV-KNRM, BERT[CLS], the bi-encoder
+    trained, tests = 6, 2  # TK (two seeds), KNRM, CONV-KNRM, BERT[CLS], the bi-encoder
     assert counts == {
         "dataset_msmarco_train": 1, "dataset_dl_test_a": 1, "dataset_dl_test_b": 1,
         "index": 1, "first_stage": 2, "official_candidates": tests, "dense_index": tests, "dense_search": tests,
-        # MiniLM's input table and word2vec (a vocabulary each), MiniLM's word pieces; 3 datasets, 4 query splits
-        "vocabulary": 2, "embeddings": 3, "store_collection": 3 * 3, "store_queries": 3 * 4, "examples": 1,
+        # MiniLM's input table (a vocabulary) and MiniLM's word pieces; 3 datasets, 4 query splits
+        "vocabulary": 1, "embeddings": 2, "store_collection": 2 * 3, "store_queries": 2 * 4, "examples": 1,
         "train": trained, "rerank": trained * tests, "full_task": trained * tests,
         # the training pool's BM25 (train, dev); each test folder's BM25, MiniLM and each run's two tasks
         "evaluate": 2 + tests * (2 + 2 * trained),
@@ -304,11 +304,20 @@ def test_the_msmarco_config_trains_on_one_folder_and_tests_on_any_two_of_the_tre
             "--candidates runs/dl-test-b/bm25-given.test.run") in output
     assert "encoder_table" in output
 
+    # the extended variant adds TK on word2vec and the learning curve's nine runs, and their table and figure
+    extended = snakemake(work, "-n", "--cores", "2", "--configfile", "tiny-msmarco.yaml",
+                         "config/msmarco-passages-extended.yaml")
+    assert extended.returncode == 0, extended.stderr[-3000:]
+    more = job_counts(extended.stdout + extended.stderr)
+    assert more["train"] == trained + 1 + 9 and more["tk_learning_curve"] == 1
+    assert more["vocabulary"] == 2 and more["embeddings"] == 3  # word2vec's
+
 
 @pytest.mark.slow
 def test_the_msmarco_config_runs_end_to_end_and_its_captions_describe_the_folders(tmp_path):
-    """The config on tiny folders with its sizes shrunk (steps, validation, benchmark): every job runs, the claims
-    are judged, and Table 2's caption counts the queries and passages of the folders it was given."""
+    """The config and its extended variant on tiny folders with their sizes shrunk (steps, validation, benchmark,
+    the learning curve's queries): every job runs, the claims are judged, Table 2's caption counts the queries and
+    passages of the folders it was given, and the learning curve has each model's points."""
     work = workflow_copy(tmp_path)
     sample, year_x, year_y = msmarco_config(work, tmp_path, """
 datasets: {msmarco-train: {local: {held_out: {queries: 3}}}}
@@ -319,6 +328,15 @@ neural:
   runs:
     bert: {training: {max_steps: 2, validate_every: 2, batch_size: 2}}
     bi: {training: {max_steps: 2, validate_every: 2, batch_size: 2}}
+    tk-1k: {training: {train_queries: 2}}
+    tk-2k: {training: {train_queries: 4}}
+    tk-4k: {training: {train_queries: 6}}
+    knrm-1k: {training: {train_queries: 2}}
+    knrm-2k: {training: {train_queries: 4}}
+    knrm-4k: {training: {train_queries: 6}}
+    bert-1k: {training: {max_steps: 2, validate_every: 2, batch_size: 2, train_queries: 2}}
+    bert-2k: {training: {max_steps: 2, validate_every: 2, batch_size: 2, train_queries: 4}}
+    bert-4k: {training: {max_steps: 2, validate_every: 2, batch_size: 2, train_queries: 6}}
   efficiency:
     setup: {batch: 4, doc_length: 16, query_length: 4, dim: 16, vocab: 100, repeats: 1, threads: 1, train_batch: 2}
     models:
@@ -326,7 +344,8 @@ neural:
       bert_cat: {batch: 2, train_batch: 2, doc_length: 16}
       bi_encoder: {batch: 2, train_batch: 2, doc_length: 16}
 """)
-    result = snakemake(work, "--cores", "2", "--configfile", "tiny-msmarco.yaml", "smaller.yaml", timeout=1500)
+    result = snakemake(work, "--cores", "2", "--configfile", "tiny-msmarco.yaml",
+                       "config/msmarco-passages-extended.yaml", "smaller.yaml", timeout=1500)
     assert result.returncode == 0, result.stderr[-4000:]
     caption = (work / "results" / "tables" / "tk_table2.md").read_text().split("\n\n")[0]
     assert str(year_x) in caption and str(year_y) in caption and str(sample) in caption
@@ -340,6 +359,12 @@ neural:
     claims = pd.read_csv(work / "results" / "claims.csv")
     assert len(claims) == 9 and not claims["outcome"].str.contains("not run").any()
     assert (work / "results" / "figures" / "tk_tradeoff.png").is_file()
+    assert set(table["run"]) >= {"tk", "tk-w2v", "knrm", "bert"}
+    curve = pd.read_csv(work / "results" / "tables" / "learning_curve.csv")
+    points = curve.dropna(subset=["training queries"])
+    assert {(series, int(queries)) for series, queries in zip(points["series"], points["training queries"])} == {
+        (series, queries) for series in ("TK", "KNRM", "BERT[CLS]") for queries in (2, 4, 6, 9)}
+    assert (work / "results" / "figures" / "learning_curve.png").is_file()
 
 
 EVIL = "x; touch PWNED #"
