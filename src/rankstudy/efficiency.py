@@ -102,6 +102,7 @@ def _measure(name: str, settings: Mapping[str, Any], setup: Mapping[str, Any]) -
     model = build_model(settings["model"], {k: v for k, v in settings.items()
                                             if k != "model" and k not in MEASUREMENT_KEYS}, embeddings)
     model = model.to(device).eval()
+    setup = {**setup, "vocab": token_range(model, setup["vocab"])}
     query = torch.as_tensor(rng.integers(2, setup["vocab"], size=(1, setup["query_length"]))).repeat(setup["batch"], 1)
     document = torch.as_tensor(rng.integers(2, setup["vocab"], size=(setup["batch"], setup["doc_length"])))
     query, document = query.to(device), document.to(device)
@@ -129,6 +130,13 @@ def _measure(name: str, settings: Mapping[str, Any], setup: Mapping[str, Any]) -
             "doc_length": setup["doc_length"], "dim": setup["dim"], "train_batch": setup["train_batch"],
             "repeats": setup["repeats"], "docs_per_ms": setup["batch"] / (statistics.median(times) * 1000),
             "train_steps_per_s": 1 / statistics.median(step_seconds), "peak_memory_mb": peak}
+
+
+def token_range(model, vocab: int) -> int:
+    """The token ids a measurement draws from, [2, this): the setup's ``vocab``, or an encoder model's own
+    vocabulary where that is smaller (a small BERT's embedding table has no row for a larger id)."""
+    encoder_vocab = getattr(getattr(getattr(model, "encoder", None), "config", None), "vocab_size", None)
+    return min(vocab, encoder_vocab) if isinstance(encoder_vocab, int) else vocab
 
 
 def training_step_seconds(model, query, rng, setup: Mapping[str, Any], device, precision: str = "fp32") -> list[float]:

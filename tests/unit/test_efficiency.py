@@ -37,3 +37,24 @@ def test_the_random_bert_has_the_named_dimensions(tmp_path):
     assert (config.num_hidden_layers, config.hidden_size, config.num_attention_heads, config.intermediate_size,
             config.vocab_size) == (3, 24, 4, 48, 30522)
     assert RandomEncoder(12, 768, 12, 3072).describe() == "random BERT, layers 12, hidden 768"
+
+
+def test_an_encoder_with_a_vocabulary_smaller_than_the_setups_is_measured_on_its_own_ids(tmp_path):
+    """The setup's ``vocab`` (30,000 at paper scale) is a range of random token ids; an encoder's embedding table
+    may be smaller (a miniature BERT's), and an id past it would fail the measurement."""
+    import torch
+    from transformers import BertConfig, BertModel, BertTokenizerFast
+
+    encoder = tmp_path / "bert"
+    encoder.mkdir()
+    vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *"abcdefghijklmnopqrst"]
+    (encoder / "vocab.txt").write_text("\n".join(vocab) + "\n")
+    BertTokenizerFast(vocab_file=str(encoder / "vocab.txt")).save_pretrained(str(encoder))
+    torch.manual_seed(0)
+    BertModel(BertConfig(vocab_size=len(vocab), hidden_size=8, num_hidden_layers=1, num_attention_heads=2,
+                         intermediate_size=16, max_position_embeddings=512)).save_pretrained(str(encoder))
+    table = measure_models({"bert_cat": {"model": "bert_cat", "encoder": str(encoder)}}, SETUP, ["cpu"])
+    assert (table["docs_per_ms"] > 0).all() and (table["train_steps_per_s"] > 0).all()
+    from rankstudy.efficiency import token_range
+
+    assert token_range(torch.nn.Linear(2, 2), 50) == 50  # a model without an encoder: the setup's range
