@@ -75,9 +75,28 @@ def _pyserini() -> Any:
         jnius_config.add_options = without_incubator
     import pyserini.encode as encode
     import pyserini.search.faiss as faiss_search
+    from pyserini.encode._ance import AnceEncoder
     from pyserini.encode.optional import FaissRepresentationWriter
 
+    _post_init(AnceEncoder)
     return encode, faiss_search, FaissRepresentationWriter
+
+
+def _post_init(model_class: type) -> None:
+    """Make ``model_class`` (a ``PreTrainedModel`` whose ``__init__`` skips ``post_init``, as pyserini 1.6.0's
+    ``AnceEncoder``) call ``post_init``: transformers 5's ``from_pretrained`` reads attributes it sets
+    (``all_tied_weights_keys``), and fails without them on every ANCE checkpoint."""
+    init = model_class.__init__
+    if getattr(init, "rankstudy", False):
+        return
+
+    def __init__(self, *args, **kwargs):
+        init(self, *args, **kwargs)
+        if not hasattr(self, "all_tied_weights_keys"):
+            self.post_init()
+
+    __init__.rankstudy = True
+    model_class.__init__ = __init__
 
 
 def _encoder_dir(config: DenseConfig) -> str:

@@ -74,3 +74,57 @@ def test_dense_settings_are_checked():
         DenseConfig(encoder="minilm", pooling="max")
     with pytest.raises(ConfigError, match="unknown key"):
         cli.first_stage._dense_config('{"encoder": "minilm", "hits": 3}')
+
+
+def _ance_directory(path: Path) -> Path:
+    """A random small ANCE checkpoint (pyserini's AnceEncoder: RoBERTa, a 768-d head, LayerNorm) with a byte-level
+    BPE tokenizer, as castorini/ance-msmarco-doc-firstp is laid out."""
+    import torch
+    from tokenizers import ByteLevelBPETokenizer
+    from transformers import RobertaConfig, RobertaTokenizer
+
+    from rankstudy.dense import _pyserini
+
+    _pyserini()
+    from pyserini.encode._ance import AnceEncoder
+
+    path.mkdir()
+    bpe = ByteLevelBPETokenizer()
+    bpe.train_from_iterator([*DOCS.values(), *QUERIES.values()], vocab_size=400, min_frequency=1, show_progress=False,
+                            special_tokens=["<s>", "<pad>", "</s>", "<unk>", "<mask>"])
+    bpe.save_model(str(path))
+    tokenizer = RobertaTokenizer(vocab_file=str(path / "vocab.json"), merges_file=str(path / "merges.txt"))
+    tokenizer.save_pretrained(str(path))
+    torch.manual_seed(0)
+    AnceEncoder(RobertaConfig(vocab_size=len(tokenizer), hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
+                              intermediate_size=32, max_position_embeddings=66, pad_token_id=tokenizer.pad_token_id,
+                              bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id)
+                ).save_pretrained(str(path))
+    return path
+
+
+def test_an_ance_checkpoint_encodes_and_searches(tmp_path):
+    """kind ance (the Socialformer paper config's first stage): pyserini 1.6.0's AnceEncoder skips post_init, which
+    transformers 5's from_pretrained needs ('AnceEncoder' object has no attribute 'all_tied_weights_keys');
+    rankstudy.dense makes it call post_init, so a checkpoint loads with its saved weights."""
+    import torch
+    from safetensors.torch import load_file
+
+    encoder = _ance_directory(tmp_path / "ance")
+    config = ('{"encoder": "%s", "kind": "ance", "max_length": 64, "batch_size": 4}' % encoder)
+    formats.write_collection(tmp_path / "collection.tsv", DOCS.items())
+    formats.write_queries(tmp_path / "queries.tsv", QUERIES)
+    assert cli.main(["dense-index", "--collection", str(tmp_path / "collection.tsv"), "--config", config,
+                     "--out", str(tmp_path / "index"), "--device", "cpu"]) == 0
+    assert cli.main(["dense-search", "--index", str(tmp_path / "index"), "--queries", str(tmp_path / "queries.tsv"),
+                     "--config", config, "--hits", "3", "--out", str(tmp_path / "ance.run"), "--tag", "ance",
+                     "--device", "cpu"]) == 0
+    run = formats.read_run(tmp_path / "ance.run")
+    assert set(run) == set(QUERIES) and all(len(ranking) == 3 for ranking in run.values())
+
+    from pyserini.encode import AnceQueryEncoder
+
+    saved = load_file(str(encoder / "model.safetensors"))
+    loaded = AnceQueryEncoder(str(encoder), device="cpu").model.state_dict()
+    assert all(torch.equal(loaded[name], value) for name, value in saved.items() if name in loaded)
+    assert {"embeddingHead.weight", "norm.weight"} <= set(saved) & set(loaded)

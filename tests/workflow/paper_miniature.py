@@ -12,6 +12,8 @@ the files the paper config reads, in the real formats, small:
 - ``bert_directory``: a random BERT of small size saved with ``save_pretrained``, with bert-base-uncased's
   vocab.txt layout ([PAD] 0, [unused0..98], [UNK] 100, [CLS] 101, [SEP] 102, [MASK] 103) and its tokenizer
   (uncased WordPiece).
+- ``ance_directory``: a random small ANCE (RoBERTa, a 768-d head and LayerNorm) with a byte-level BPE tokenizer,
+  in the layout pyserini's ANCE encoders load.
 
 The text comes from rankstudy's synthetic generator (pseudo-words, graded judgments); the ids look like
 the real ones (MS MARCO passage ids are integers, document ids ``D<n>``).
@@ -194,14 +196,45 @@ def bert_directory(path: Path, words: set[str], seed: int, hidden: int = 32, lay
     return path
 
 
+def ance_directory(path: Path, words: set[str], seed: int, hidden: int = 32, layers: int = 2, heads: int = 2,
+                   max_length: int = 512) -> Path:
+    """An ANCE-shaped directory (castorini/ance-msmarco-doc-firstp's layout) for pyserini's AnceDocumentEncoder
+    and AnceQueryEncoder: a random small RoBERTa with ANCE's 768-d linear head and LayerNorm (pyserini's
+    ``AnceEncoder``), and a byte-level BPE RoBERTa tokenizer trained on ``words``."""
+    import torch
+    from tokenizers import ByteLevelBPETokenizer
+    from transformers import RobertaConfig, RobertaTokenizer
+
+    from rankstudy.dense import _pyserini  # pyserini's import, with the JVM work-arounds (docs/environment.md)
+
+    AnceEncoder = _pyserini()[0].AnceDocumentEncoder.__init__.__globals__["AnceEncoder"]
+    path.mkdir(parents=True, exist_ok=True)
+    bpe = ByteLevelBPETokenizer()
+    bpe.train_from_iterator(sorted(words), vocab_size=2000, min_frequency=1, show_progress=False,
+                            special_tokens=["<s>", "<pad>", "</s>", "<unk>", "<mask>"])
+    bpe.save_model(str(path))  # vocab.json, merges.txt
+    tokenizer = RobertaTokenizer(vocab_file=str(path / "vocab.json"), merges_file=str(path / "merges.txt"),
+                                 model_max_length=max_length)
+    tokenizer.save_pretrained(str(path))
+    torch.manual_seed(seed)
+    config = RobertaConfig(vocab_size=len(tokenizer), hidden_size=hidden, num_hidden_layers=layers,
+                           num_attention_heads=heads, intermediate_size=2 * hidden,
+                           max_position_embeddings=max_length + 2, pad_token_id=tokenizer.pad_token_id,
+                           bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id)
+    AnceEncoder(config).save_pretrained(str(path))
+    return path
+
+
 def prepare(work: Path, home: Path, seed: int = 7, datasets=("msmarco-passage", "msmarco-document"),
-            glove: bool = True, bert: bool = False) -> dict[str, Collection]:
+            glove: bool = True, bert: bool = False, ance: bool = False) -> dict[str, Collection]:
     """Everything a paper config reads from outside the workflow, in miniature: the IR_DATASETS_HOME
-    ``home``, and under ``work`` the GloVe file and bert-base-uncased directory at the paper configs' paths."""
+    ``home``, and under ``work`` the GloVe file, bert-base-uncased and ANCE directories at the paper configs' paths."""
     collections = irds_home(home, seed, datasets)
     words = set().union(*(collection.words() for collection in collections.values()))
     if glove:
         glove_file(work / "data/glove/glove.42B.300d.txt", words, seed)
     if bert:
         bert_directory(work / "data/pretrained/bert-base-uncased", words, seed)
+    if ance:
+        ance_directory(work / "data/pretrained/ance-msmarco-doc-firstp", words, seed)
     return collections
