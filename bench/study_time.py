@@ -152,10 +152,9 @@ def critical_path(jobs: list[LoggedJob]) -> list[LoggedJob]:
                 found.add(id(producer[path]))
         return found
 
-    by_id = {id(job): job for job in jobs}
     longest: dict[int, tuple[float, list[LoggedJob]]] = {}
     for job in sorted(jobs, key=lambda job: job.end):  # a job ends after every job it reads from
-        before = max((longest[parent] for parent in parents(job) if parent in longest and parent in by_id),
+        before = max((longest[parent] for parent in parents(job) if parent in longest),
                      key=lambda found: found[0], default=(0.0, []))
         longest[id(job)] = (before[0] + job.seconds, [*before[1], job])
     return max(longest.values(), key=lambda found: found[0])[1]

@@ -25,6 +25,7 @@ import statistics
 from pathlib import Path
 
 from rankstudy.formats import Run, read_qrels, read_run
+from rankstudy.train.examples import read_triples
 
 
 def ranks(run: Run) -> dict[tuple[str, str], int]:
@@ -32,7 +33,7 @@ def ranks(run: Run) -> dict[tuple[str, str], int]:
     return {(qid, docid): rank for qid, ranked in run.items() for rank, (docid, _) in enumerate(ranked, 1)}
 
 
-def triple_line(label: str, pairs: list[list[str]], rank: dict[tuple[str, str], int]) -> str:
+def triple_line(label: str, pairs: list, rank: dict[tuple[str, str], int]) -> str:
     positive = [rank.get((qid, pos)) for qid, pos, _ in pairs]
     negative = [rank.get((qid, neg)) for qid, _, neg in pairs]
     above = sum(1 for p, n in zip(positive, negative) if n is not None and (p is None or n < p))
@@ -44,7 +45,7 @@ def triple_line(label: str, pairs: list[list[str]], rank: dict[tuple[str, str], 
 def triple_lines(triples: Path, train_run: Path, given_negatives: Path | None) -> list[str]:
     """All triples, and (with ``given_negatives``, lines 'qid docid') those whose negative is a given one."""
     rank = ranks(read_run(train_run))
-    pairs = [line.rstrip("\n").split("\t") for line in triples.open()]
+    pairs = read_triples(triples)
     lines = [triple_line("all", pairs, rank)]
     if given_negatives:
         given = {tuple(line.split()[:2]) for line in given_negatives.open() if line.strip()}
@@ -52,7 +53,7 @@ def triple_lines(triples: Path, train_run: Path, given_negatives: Path | None) -
     return lines
 
 
-def test_line(name: str, run_path: Path, qrels_path: Path, rel_threshold: int) -> str:
+def judged_pairs_line(name: str, run_path: Path, qrels_path: Path, rel_threshold: int) -> str:
     """The pairs a model must order on a test list: a relevant passage (grade >= rel_threshold) and a judged
     non-relevant one (grade 0) of the same list; the share the first stage orders wrongly."""
     run, qrels = read_run(run_path), read_qrels(qrels_path)
@@ -85,7 +86,7 @@ def main() -> None:
                   "|---|---:|---:|---:|"]
         for spec in args.test:
             name, run_path, qrels_path = spec.split(":")
-            lines.append(test_line(name, Path(run_path), Path(qrels_path), args.rel_threshold))
+            lines.append(judged_pairs_line(name, Path(run_path), Path(qrels_path), args.rel_threshold))
     args.out.write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
 

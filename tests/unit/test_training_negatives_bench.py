@@ -33,4 +33,4 @@ def test_triples_and_test_pairs_the_first_stage_orders_wrongly(tmp_path):
     qrels = tmp_path / "qrels.txt"
     qrels.write_text("t1 0 r 2\nt1 0 a 0\nt1 0 b 0\nt1 0 u 1\n")
     # pairs (r, a) and (r, b): a, judged 0, ranks above r; u (grade 1, below the threshold) is in no pair
-    assert training_negatives.test_line("t", test_run, qrels, 2) == "| t | 1 | 2 | 0.500 |"
+    assert training_negatives.judged_pairs_line("t", test_run, qrels, 2) == "| t | 1 | 2 | 0.500 |"
