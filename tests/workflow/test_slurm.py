@@ -12,9 +12,12 @@ import shutil
 import subprocess
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from helpers import REPO
+from paper_miniature import prepare
+from test_paper_miniatures import MINIATURES, configfiles, offline_env
 from test_workflow import BIN, ENV, workflow_copy
 
 pytestmark = [pytest.mark.slow, pytest.mark.slurm]
@@ -26,6 +29,10 @@ FAST = ["--slurm-init-seconds-before-status-checks", "2", "--latency-wait", "5"]
 # embeddings, examples, training on the gpu-capable path, re-ranking, a table): the whole tiny DAG
 # runs locally in test_workflow; through Slurm its ~300 job submissions would cost ~20 minutes.
 TARGETS = ["results/tables/first_stage.csv", "results/metrics/synthetic-passage/knrm.knrm.s7.test.csv"]
+# A paper config through Slurm: config/paper/tk.yaml with its miniature (tests/workflow/test_paper_miniatures.py runs
+# every job locally), one run from the ir_datasets ids served offline and the GloVe file to its test metrics (15 jobs)
+PAPER_MINIATURE = "tk"
+PAPER_TARGET = "results/metrics/msmarco-passage/knrm.knrm.s42.test.csv"
 # files whose content does not depend on where or when a job ran (efficiency.csv and
 # tk_table2, which holds its docs/ms column, are timings)
 DETERMINISTIC = ["data/**/*", "runs/**/*.run", "runs/**/*.json", "results/metrics/**/*.csv",
@@ -120,6 +127,21 @@ def test_the_tiny_study_runs_through_slurm(slurm_cluster, tiny_study, tmp_path):
                 assert (work / relative).read_bytes() == local.read_bytes(), relative
                 compared += 1
     assert compared > 20
+
+
+def test_a_paper_configs_miniature_runs_through_slurm(slurm_cluster, tmp_path):
+    work = workflow_copy(tmp_path)
+    home = tmp_path / "ir_datasets_home"
+    prepare(work, home, **MINIATURES[PAPER_MINIATURE])
+    env = offline_env(home) | {"SLURM_TEST_DIR": slurm_cluster["SLURM_TEST_DIR"]}
+    env.pop("SLURM_CONF", None)
+    result = slurm_snakemake(work, env, PAPER_TARGET, *configfiles(PAPER_MINIATURE))
+    output = result.stdout + result.stderr
+    assert result.returncode == 0, output[-5000:] + slurm_logs(Path(slurm_cluster["SLURM_TEST_DIR"]))
+    # the paper config's training and scoring jobs ask for a GPU; its miniature asks for none
+    assert "Auto-selected partition 'cpu'" in output and "partition 'gpu'" not in output, output[-3000:]
+    metrics = pd.read_csv(work / PAPER_TARGET)
+    assert "nDCG@10" in set(metrics["measure"]) and metrics["value"].between(0, 1).all(), metrics
 
 
 def snakemake_dry_run(work: Path) -> str:
