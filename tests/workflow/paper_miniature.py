@@ -8,6 +8,8 @@ the files the paper config reads, in the real formats, small:
   it expects. ir_datasets takes a download's ``cache_path`` (etc/downloads.json) or a ``Cache`` target as
   present when the file exists (the md5 is checked only while downloading), so nothing is fetched; the
   handlers (TSV, TREC docs, gzip, qrels, scoreddocs parsers, filters like ``judged``) run as on real data.
+  Robust04's documents (TREC disks 4 and 5, licensed) have no download: ir_datasets reads a local copy under
+  ``disks45/corpus`` through path globs and checks their file count, which the miniature's files match.
 - ``glove_file``: ``word v1 ... v300`` a line, as glove.42B.300d.txt.
 - ``bert_directory``: a random BERT of small size saved with ``save_pretrained``, with bert-base-uncased's
   vocab.txt layout ([PAD] 0, [unused0..98], [UNK] 100, [CLS] 101, [SEP] 102, [MASK] 103) and its tokenizer
@@ -16,7 +18,8 @@ the files the paper config reads, in the real formats, small:
   in the layout pyserini's ANCE encoders load.
 
 The text comes from rankstudy's synthetic generator (pseudo-words, graded judgments); the ids look like
-the real ones (MS MARCO passage ids are integers, document ids ``D<n>``).
+the real ones (MS MARCO passage ids are integers, document ids ``D<n>``; Robust04's topics are real topic ids
+of its five folds, its documents' DOCNOs those of FBIS, FR94, FT and LA Times).
 """
 
 from __future__ import annotations
@@ -46,11 +49,13 @@ class Collection:
 
 
 def synthetic_collection(flavour: str, seed: int, docid=lambda i: str(i), qid_start: int = 1000,
-                         queries=(40, 12, 8), background: int = 150, length: LengthConfig | None = None) -> Collection:
+                         queries=(40, 12, 8), background: int = 150, length: LengthConfig | None = None,
+                         relevant: RelevantConfig | None = None) -> Collection:
     """The synthetic generator's data, renamed to real-looking ids (query ids are integers from ``qid_start``)."""
     config = SyntheticConfig(flavour=flavour, train_queries=queries[0], dev_queries=queries[1], test_queries=queries[2],
                              concepts=200, filler_vocabulary=2000, context_vocabulary=600, background_documents=background,
-                             relevant=RelevantConfig(max=5), length=length or LengthConfig(median=40, min=25, max=80),
+                             relevant=relevant or RelevantConfig(max=5),
+                             length=length or LengthConfig(median=40, min=25, max=80),
                              test_judged_negatives=6)
     data = generate(config, seed=seed)
     docids = {old: docid(i) for i, (old, _) in enumerate(data.docs)}
@@ -146,9 +151,117 @@ def msmarco_document(home: Path, seed: int) -> Collection:
     return data
 
 
+# disks45's TrecDocs: the path globs and the file count ir_datasets checks (a RuntimeError, after every document
+# was read, when another number of files matches); the miniature's files per glob, summing to that count
+DISKS45_FILES = {"FBIS": 490, "FR94": 12 * 35, "FT": 15 * 55, "LATIMES": 560}
+DISKS45_FILE_COUNT = 2295
+ROBUST04_TOPICS_PER_FOLD = 8
+ROBUST04_NO_RELEVANT = "672"  # Robust04's topic without a relevant document: every judgment 0
+
+
+def _disks45_paths(corpus: Path) -> list[tuple[Path, str]]:
+    """The miniature's 2,295 document files under ``corpus`` (ir_datasets' ``disks45/corpus``), laid out as on
+    TREC disks 4 and 5 so that ir_datasets' globs match them (``**/FBIS/FB*``, ``**/FR94/??/FR*``,
+    ``**/FT/*/FT*``, ``**/LATIMES/LA*``), each with a DOCNO pattern of its source (``{}``: the document's number
+    in the file) as FBIS3-10082, FR940104-0-00001, FT911-3 and LA010189-0001 look."""
+    paths = []
+    for i in range(DISKS45_FILES["FBIS"]):
+        paths.append((corpus / "NEWS_data/FBIS" / f"FB{396001 + i}", f"FBIS{3 + i % 2}-{i}{{:02d}}"))
+    for i in range(DISKS45_FILES["FR94"]):
+        month, day = i // 35 + 1, i % 35
+        paths.append((corpus / "GOVT_data/FR94" / f"{month:02d}" / f"FR94{month:02d}{day:02d}.{i % 3}",
+                      f"FR94{month:02d}{day:02d}-{i % 3}-{{:05d}}"))
+    for i in range(DISKS45_FILES["FT"]):
+        folder = f"FT9{11 + i // 55}"
+        paths.append((corpus / "NEWS_data/FT" / folder / f"{folder}_{i % 55 + 1}", f"{folder}-{i % 55 + 1}{{:02d}}"))
+    for i in range(DISKS45_FILES["LATIMES"]):
+        date = f"{i // 28 + 1:02d}{i % 28 + 1:02d}89"
+        paths.append((corpus / "NEWS_data/LATIMES" / f"LA{date}", f"LA{date}-{{:04d}}"))
+    assert len(paths) == DISKS45_FILE_COUNT
+    return paths
+
+
+def robust04_topics(seed: int, per_fold: int = ROBUST04_TOPICS_PER_FOLD) -> list[str]:
+    """``per_fold`` real Robust04 topic ids of each of ir_datasets' five folds (Huston & Croft), so that every
+    ``disks45/nocr/trec-robust-2004/foldK`` subset holds topics; a fold's ids sorted, drawn from its
+    301-450 and 601-700 topics alike, fold 4's with topic 672 (judged, no document relevant: ROBUST04_NO_RELEVANT)."""
+    from ir_datasets.datasets.disks45 import ROBUST04_FOLDS
+
+    rng = random.Random(seed)
+    topics = []
+    for fold in sorted(ROBUST04_FOLDS):
+        chosen = set(ROBUST04_FOLDS[fold]) & {ROBUST04_NO_RELEVANT}
+        chosen |= set(rng.sample(sorted(set(ROBUST04_FOLDS[fold]) - chosen), per_fold - len(chosen)))
+        topics += sorted(chosen, key=int)
+    return topics
+
+
+def _topic(qid: str, title: str, rng: random.Random, words: list[str]) -> str:
+    """A topic as in 04.testset (TREC topic format: num, title, desc and narr, each tag opening its field)."""
+    description = " ".join(rng.sample(words, 12))
+    return (f"<top>\n\n<num> Number: {qid}\n\n<title> {title}\n\n<desc> Description:\n\n{description}\n\n"
+            f"<narr> Narrative:\n\nA relevant document discusses {title}.\n\n</top>\n\n")
+
+
+def disks45(home: Path, seed: int) -> Collection:
+    """ir_datasets' disks45/nocr/trec-robust-2004 and its five folds: TREC disks 4 and 5 as a local copy
+    (``disks45/corpus``, the ``docs`` entry's instructions: 2,295 files of TREC SGML documents under the
+    layout its globs match), the topics (``04.testset.gz``, gzipped TREC topics) and the qrels
+    (``qrels.robust2004.txt``, graded 0-2).
+
+    The synthetic generator's test split (dense judgments: every relevant document, hard negatives and random
+    documents as 0) renamed to real Robust04 topic ids, ``ROBUST04_TOPICS_PER_FOLD`` of each fold. A title is
+    the query's concepts and a word most documents hold, as Robust04's titles ("International Organized
+    Crime") match thousands of its documents: every BM25 list holds the top 300 (choppy.n) the paper truncates."""
+    qids = robust04_topics(seed)
+    # Robust04 judges tens of relevant documents a topic (a heavy tail): here a median of 10, a third with 40
+    # (and background documents enough that each of the 2,295 files holds one or two documents)
+    background = 1000
+    while True:
+        data = synthetic_collection("document", seed, queries=(1, 1, len(qids)), background=background,
+                                    length=LengthConfig(median=60, sigma=0.5, min=25, max=200),
+                                    relevant=RelevantConfig(tail_exponent=0.3, max=40))
+        if len(data.docs) >= DISKS45_FILE_COUNT:
+            break
+        background += DISKS45_FILE_COUNT - len(data.docs)
+    topics = dict(zip(data.queries["test"], qids))
+    queries = {topics[q]: text for q, text in data.queries["test"].items()}
+    grades = {0: 0, 1: 1, 2: 1, 3: 2}  # the generator's 0-3 as Robust04's 0-2 (2: highly relevant)
+    qrels = {topics[q]: {docid: 0 if topics[q] == ROBUST04_NO_RELEVANT else grades[grade]
+                         for docid, grade in judged.items()} for q, judged in data.qrels["test"].items()}
+    # the words in at least a quarter of the documents (the generator's Zipf filler): one in each title
+    frequency: dict[str, int] = {}
+    for _, text in data.docs:
+        for word in set(text.split()):
+            frequency[word] = frequency.get(word, 0) + 1
+    common = sorted(word for word, count in frequency.items() if 4 * count >= len(data.docs))
+    assert common, "no word in a quarter of the documents"
+    rng = random.Random(seed)
+    titles = {qid: f"{text} {rng.choice(common)}" for qid, text in queries.items()}
+
+    base = home / "disks45"
+    files = _disks45_paths(base / "corpus")
+    docnos, per_file = {}, [[] for _ in files]
+    for i, (docid, text) in enumerate(data.docs):  # dealt over the files: each holds one or two documents
+        held = per_file[i % len(files)]
+        docnos[docid] = files[i % len(files)][1].format(len(held) + 1)
+        words = text.split()
+        held.append(f"<DOC>\n<DOCNO> {docnos[docid]} </DOCNO>\n<HEADLINE>\n{' '.join(words[:6])}\n</HEADLINE>\n"
+                    f"<TEXT>\n{' '.join(words[6:])}\n</TEXT>\n</DOC>\n")
+    assert all(per_file), "a file without documents"
+    for (path, _), docs in zip(files, per_file):
+        _write(path, "".join(docs))
+    vocabulary, ordered = sorted(frequency), sorted(qids, key=int)
+    _write(base / "04.testset.gz", "".join(_topic(qid, titles[qid], rng, vocabulary) for qid in ordered), compress=True)
+    _write(base / "qrels.robust2004.txt", "".join(f"{qid} 0 {docnos[docid]} {grade}\n" for qid in ordered
+                                                  for docid, grade in qrels[qid].items()))
+    return Collection([(docnos[docid], text) for docid, text in data.docs], {"test": titles},
+                      {"test": {qid: {docnos[d]: g for d, g in judged.items()} for qid, judged in qrels.items()}})
+
+
 def irds_home(home: Path, seed: int, datasets=("msmarco-passage", "msmarco-document")) -> dict[str, Collection]:
     """Fill IR_DATASETS_HOME ``home`` with the miniature data of ``datasets``."""
-    builders = {"msmarco-passage": msmarco_passage, "msmarco-document": msmarco_document}
+    builders = {"msmarco-passage": msmarco_passage, "msmarco-document": msmarco_document, "disks45": disks45}
     return {name: builders[name](home, seed) for name in datasets}
 
 
