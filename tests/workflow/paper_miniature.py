@@ -167,15 +167,15 @@ def _disks45_paths(corpus: Path) -> list[tuple[Path, str]]:
     paths = []
     for i in range(DISKS45_FILES["FBIS"]):
         paths.append((corpus / "NEWS_data/FBIS" / f"FB{396001 + i}", f"FBIS{3 + i % 2}-{i}{{:02d}}"))
-    for i in range(DISKS45_FILES["FR94"]):
-        month, day = i // 35 + 1, i % 35
-        paths.append((corpus / "GOVT_data/FR94" / f"{month:02d}" / f"FR94{month:02d}{day:02d}.{i % 3}",
-                      f"FR94{month:02d}{day:02d}-{i % 3}-{{:05d}}"))
+    for i in range(DISKS45_FILES["FR94"]):  # a folder a month, three files a day
+        month, day, part = i // 35 + 1, i % 35 // 3 + 1, i % 35 % 3
+        paths.append((corpus / "GOVT_data/FR94" / f"{month:02d}" / f"FR94{month:02d}{day:02d}.{part}",
+                      f"FR94{month:02d}{day:02d}-{part}-{{:05d}}"))
     for i in range(DISKS45_FILES["FT"]):
         folder = f"FT9{11 + i // 55}"
         paths.append((corpus / "NEWS_data/FT" / folder / f"{folder}_{i % 55 + 1}", f"{folder}-{i % 55 + 1}{{:02d}}"))
-    for i in range(DISKS45_FILES["LATIMES"]):
-        date = f"{i // 28 + 1:02d}{i % 28 + 1:02d}89"
+    for i in range(DISKS45_FILES["LATIMES"]):  # a file a day of 1989 and 1990
+        date = f"{i // 28 % 12 + 1:02d}{i % 28 + 1:02d}{89 + i // (28 * 12)}"
         paths.append((corpus / "NEWS_data/LATIMES" / f"LA{date}", f"LA{date}-{{:04d}}"))
     assert len(paths) == DISKS45_FILE_COUNT
     return paths

@@ -24,7 +24,7 @@ import pytest
 import yaml
 
 from helpers import REPO
-from paper_miniature import DISKS45_FILE_COUNT, ROBUST04_NO_RELEVANT, bert_directory, irds_home, prepare
+from paper_miniature import ROBUST04_NO_RELEVANT, bert_directory, irds_home, prepare
 from test_paper_configs import CLOSED_PORT, parse_jobs
 from test_workflow import BIN, ENV, workflow_copy
 
@@ -157,7 +157,6 @@ def test_ir_datasets_reads_the_robust04_miniature_offline(tmp_path):
                             timeout=300)
     assert result.returncode == 0, result.stderr[-3000:]
     read = json.loads(result.stdout)
-    assert len(list((home / "disks45" / "corpus").rglob("*"))) > DISKS45_FILE_COUNT  # files and their folders
     assert sorted(read["docs"]) == sorted(docid for docid, _ in built.docs)  # every one read, and no other
     assert read["queries"] == built.queries["test"]
     assert all(len(topics) >= 5 for topics in read["folds"].values()), read["folds"]
