@@ -246,8 +246,12 @@ def disks45(home: Path, seed: int) -> Collection:
         held = per_file[i % len(files)]
         docnos[docid] = files[i % len(files)][1].format(len(held) + 1)
         words = text.split()
+        # the text in lines of 12 words, as the disks' documents wrap; the Federal Register's with its SGML comments
+        lines = [" ".join(words[start:start + 12]) for start in range(6, len(words), 12)]
+        if docnos[docid].startswith("FR"):
+            lines = ["<!-- PJG FTAG 4700 -->", *lines, "<!-- PJG /ITAG -->"]
         held.append(f"<DOC>\n<DOCNO> {docnos[docid]} </DOCNO>\n<HEADLINE>\n{' '.join(words[:6])}\n</HEADLINE>\n"
-                    f"<TEXT>\n{' '.join(words[6:])}\n</TEXT>\n</DOC>\n")
+                    f"<TEXT>\n{chr(10).join(lines)}\n</TEXT>\n</DOC>\n")
     assert all(per_file), "a file without documents"
     for (path, _), docs in zip(files, per_file):
         _write(path, "".join(docs))
