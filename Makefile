@@ -26,9 +26,8 @@ study: env
 study-extended: env
 	snakemake --cores all --configfile config/extended.yaml
 
-# pytest-xdist: a worker per core (tests/conftest.py: the tiny study's readers share one)
 test: env
-	pytest -n auto
+	pytest
 
 # check: the finished study's headline table cells against its expected file (docs/claims.md); a missing
 # file fails here (the workflow's rule check_expected only reports it). EXPECTED=tests/config/expected/tiny.yaml
