@@ -223,6 +223,7 @@ def test_the_miniature_runs_end_to_end(tmp_path, name):
     own = pd.Series([(table, row) in rows for table, row in zip(legible["table"], legible["row"])], index=legible.index)
     assert set(legible.loc[~own, "status"]) <= {"not run"}
     mine = legible[own & ~gpu]
+    assert not mine.empty, "no reported row is one the paper config's tables write"
     assert set(mine["status"]) == {"compared"}, mine[mine["status"] != "compared"].to_string()
     assert set(legible.loc[gpu, "status"]) <= {"not run"}
     for table, column in set(zip(legible.loc[gpu, "table"], legible.loc[gpu, "column"])):
