@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import gzip
 import random
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -230,10 +231,7 @@ def disks45(home: Path, seed: int) -> Collection:
     qrels = {topics[q]: {docid: 0 if topics[q] == ROBUST04_NO_RELEVANT else grades[grade]
                          for docid, grade in judged.items()} for q, judged in data.qrels["test"].items()}
     # the words in at least a quarter of the documents (the generator's Zipf filler): one in each title
-    frequency: dict[str, int] = {}
-    for _, text in data.docs:
-        for word in set(text.split()):
-            frequency[word] = frequency.get(word, 0) + 1
+    frequency = Counter(word for _, text in data.docs for word in set(text.split()))
     common = sorted(word for word, count in frequency.items() if 4 * count >= len(data.docs))
     assert common, "no word in a quarter of the documents"
     rng = random.Random(seed)
