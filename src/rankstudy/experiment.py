@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
 
+import numpy as np
 import torch
 
 from rankstudy import formats
@@ -58,15 +59,32 @@ def train_model(model_name: str, model_settings: Mapping[str, Any], train_settin
     # load_trained builds the model from the recorded name and settings; the checkpoint is resumed only
     # for these settings and inputs (a rerun after an upstream change starts afresh)
     encoder = model_settings.get("encoder")
+    teacher = _teacher(cfg, vectors, train_queries, documents)
+    teacher_encoder = (cfg.teacher or {}).get("encoder")
     inputs = fingerprint({"embeddings": embeddings, "examples": examples, "train_queries": train_queries,
                           "documents": documents, "dev_queries": dev_queries, "dev_run": dev_run,
-                          "dev_qrels": dev_qrels, "encoder": encoder if isinstance(encoder, str) else None})
+                          "dev_qrels": dev_qrels, "encoder": encoder if isinstance(encoder, str) else None,
+                          "teacher_encoder": teacher_encoder if isinstance(teacher_encoder, str) else None})
     examples_read = read(examples)
     if cfg.train_queries is not None:
         examples_read = query_subset(examples_read, cfg.train_queries)
         log.info("training on the examples of %d queries (%d examples)", cfg.train_queries, len(examples_read))
     return train(model, examples_read, TokenStore(train_queries), document_store, validate, cfg, out_dir, seed,
-                 recorded={"model_name": model_name, "model_settings": dict(model_settings), "inputs": inputs})
+                 recorded={"model_name": model_name, "model_settings": dict(model_settings), "inputs": inputs},
+                 teacher=teacher)
+
+
+def _teacher(cfg: TrainConfig, vectors: np.ndarray, *stores: Path) -> Ranker | None:
+    """The frozen teacher of loss margin_mse, built untrained from ``cfg.teacher`` (after the model, so that the
+    model's initial weights do not depend on it); it must read the model's token stores."""
+    if cfg.teacher is None:
+        return None
+    settings = {key: value for key, value in cfg.teacher.items() if key != "model"}
+    name = cfg.teacher["model"]
+    if name not in MODELS:
+        raise StudyError(f"unknown teacher model {name!r}; expected one of {', '.join(MODELS)}")
+    check_token_stores(name, settings, *stores)
+    return build_model(name, settings, vectors)
 
 
 def check_token_stores(model_name: str, model_settings: Mapping[str, Any], *stores: Path) -> None:

@@ -44,11 +44,12 @@ from rankstudy.rerank import score_candidates
 from rankstudy.runs import rerank_to_depth
 from rankstudy.tensorfile import load_tensors, save_tensors
 from rankstudy.train.length_groups import backward_in_length_groups
-from rankstudy.train.losses import listwise_softmax_ce, pairwise_margin_loss
+from rankstudy.train.losses import listwise_softmax_ce, margin_mse_loss, pairwise_margin_loss
 
 log = logging.getLogger(__name__)
 
 LOG_COLUMNS = ["step", "loss", "metric", "best"]
+LOSSES = ("pairwise", "listwise", "margin_mse")
 OPTIMIZERS = {"adam": torch.optim.Adam, "adamw": torch.optim.AdamW}
 
 
@@ -58,7 +59,7 @@ class TrainingInterrupted(KeyboardInterrupt):
 
 @dataclass
 class TrainConfig:
-    loss: str  # "pairwise" (triples) or "listwise" (groups)
+    loss: str  # "pairwise" or "margin_mse" (triples), "listwise" (groups)
     max_steps: int
     validate_every: int  # steps between validations (the last step is always validated)
     patience: int  # validations without improvement before stopping
@@ -89,12 +90,23 @@ class TrainConfig:
     # train on the examples of this many training queries only (a learning curve: examples.query_subset);
     # None = all
     train_queries: int | None = None
+    # loss margin_mse: the teacher whose score margins the model learns, {model: a MODELS name, **its settings},
+    # frozen and untrained (e.g. a pre-trained bi-encoder zero-shot); it reads the model's own token stores
+    teacher: dict[str, Any] | None = None
 
     def __post_init__(self) -> None:
         if self.optimizer not in OPTIMIZERS:
             raise ValueError(f"optimizer must be one of {', '.join(OPTIMIZERS)}, not {self.optimizer!r}")
-        if self.loss not in ("pairwise", "listwise"):
-            raise ValueError(f"loss must be 'pairwise' or 'listwise', not {self.loss!r}")
+        if self.loss not in LOSSES:
+            raise ValueError(f"loss must be one of {', '.join(LOSSES)}, not {self.loss!r}")
+        if (self.loss == "margin_mse") != (self.teacher is not None):
+            raise ValueError("loss margin_mse needs a teacher ({model: NAME, ...its settings}) and a teacher needs "
+                             f"loss margin_mse; got loss {self.loss!r} and teacher {self.teacher!r}")
+        if self.teacher is not None and not (isinstance(self.teacher, Mapping)
+                                             and isinstance(self.teacher.get("model"), str)):
+            raise ValueError(f"teacher must map 'model' to a model name, got {self.teacher!r}")
+        if self.loss == "margin_mse" and self.query_negatives:
+            raise ValueError("loss margin_mse and query_negatives do not go together: the teacher scores the triples")
         check_ints(self, "max_steps", "validate_every", "patience", "validation_depth", "batch_size", "rel_threshold",
                    "max_query_length", "max_doc_length")
         try:
@@ -162,9 +174,13 @@ class BatchOrder:
 
 
 def batch_pass(batch: Sequence[tuple], listwise: bool, query_store, doc_store, cfg: TrainConfig,
-               device: torch.device) -> tuple[torch.Tensor, torch.Tensor, Callable[[torch.Tensor], torch.Tensor]]:
+               device: torch.device, teacher: torch.nn.Module | None = None
+               ) -> tuple[torch.Tensor, torch.Tensor, Callable[[torch.Tensor], torch.Tensor]]:
     """A batch's training pass: (query ids, document ids, the loss of their scores), the positives and negatives
     scored in one forward pass.
+
+    ``teacher`` (loss margin_mse): the frozen model whose scores of the same inputs give the target margins,
+    scored here in fp32 without gradients.
 
     ``cfg.query_negatives``: every positive d+_i is also scored with the next example's query
     q_{i+1} (cyclically; a different query whenever the batch has several) as one more negative of
@@ -184,6 +200,9 @@ def batch_pass(batch: Sequence[tuple], listwise: bool, query_store, doc_store, c
         positives = docs[::per_query] if listwise else docs[:len(batch)]
         queries = torch.cat([queries, query.roll(-1, dims=0)])
         docs = torch.cat([docs, positives])
+    if cfg.loss == "margin_mse":
+        with torch.no_grad():
+            targets = teacher(queries, docs).float()
 
     def loss_of(scores: torch.Tensor) -> torch.Tensor:
         scores = scores.float()  # the loss in fp32 whatever the forward pass's precision (the same tensor in fp32)
@@ -192,6 +211,9 @@ def batch_pass(batch: Sequence[tuple], listwise: bool, query_store, doc_store, c
             grouped = scores[:len(docids)].view(len(batch), per_query)
             return listwise_softmax_ce(torch.cat([grouped, swapped.unsqueeze(1)], 1) if cfg.query_negatives
                                        else grouped)
+        if cfg.loss == "margin_mse":
+            n = len(batch)
+            return margin_mse_loss(scores[:n], scores[n:], targets[:n], targets[n:])
         loss = pairwise_margin_loss(scores[:len(batch)], scores[len(batch):len(docids)])
         return loss + pairwise_margin_loss(scores[:len(batch)], swapped) if cfg.query_negatives else loss
 
@@ -272,8 +294,11 @@ def _check_examples(examples: Sequence[tuple], listwise: bool) -> None:
 
 def train(model: torch.nn.Module, examples: Sequence[tuple], query_store, doc_store,
           validate: Callable[[torch.nn.Module], float], cfg: TrainConfig, out_dir, seed: int,
-          kill_after_step: int | None = None, recorded: dict | None = None) -> dict:
+          kill_after_step: int | None = None, recorded: dict | None = None,
+          teacher: torch.nn.Module | None = None) -> dict:
     """Train ``model`` on triples (pairwise) or groups (listwise); resume from ``out_dir/checkpoint.pt``.
+
+    ``teacher``: the model built from ``cfg.teacher`` (loss margin_mse), kept frozen in eval mode.
 
     ``recorded``: the caller's settings (e.g. the model's name and settings) written into
     ``config.json`` beside the loop's own, and checked like them before a checkpoint is resumed.
@@ -292,6 +317,10 @@ def train(model: torch.nn.Module, examples: Sequence[tuple], query_store, doc_st
     random.seed(seed)
     np.random.seed(seed)
     model.to(device)
+    if (cfg.loss == "margin_mse") != (teacher is not None):
+        raise StudyError(f"loss {cfg.loss} {'needs' if teacher is None else 'takes no'} teacher model")
+    if teacher is not None:
+        teacher.to(device).eval().requires_grad_(False)
     optimizer = OPTIMIZERS[cfg.optimizer](optimizer_groups(model, cfg.learning_rates), weight_decay=cfg.weight_decay)
     config = {**_run_config(model, examples, cfg, seed), **(recorded or {})}
     state = {"step": 0, "best_metric": None, "best_step": None, "bad": 0, "rows": [], "done": False,
@@ -315,7 +344,7 @@ def train(model: torch.nn.Module, examples: Sequence[tuple], query_store, doc_st
     if not state["done"]:
         with tf32(cfg.precision, device):  # forward and backward passes (bf16 autocast: forward passes only)
             _loop(model, optimizer, examples, listwise, query_store, doc_store, validate, cfg, device, out_dir,
-                  seed, state, kill_after_step)
+                  seed, state, kill_after_step, teacher)
     # model.pt and log.csv (the workflow's outputs) are written when training is over, also when a
     # finished checkpoint is resumed: a killed job leaves checkpoint.pt and best.pt to resume from
     # and no output that looks complete; a rerun of a finished one gets its outputs back.
@@ -376,7 +405,7 @@ def _resumable(config_path: Path, config: dict) -> bool:
 
 
 def _loop(model, optimizer, examples, listwise, query_store, doc_store, validate, cfg, device, out_dir, seed,
-          state, kill_after_step) -> None:
+          state, kill_after_step, teacher) -> None:
     order = BatchOrder(len(examples), cfg.batch_size, seed)
     losses: list[float] = []
     model.train()
@@ -384,7 +413,7 @@ def _loop(model, optimizer, examples, listwise, query_store, doc_store, validate
         for step in range(state["step"] + 1, cfg.max_steps + 1):
             batch = [examples[i] for i in order(step - 1)]
             optimizer.zero_grad(set_to_none=True)
-            losses.append(_backward(model, batch, listwise, query_store, doc_store, cfg, device, step))
+            losses.append(_backward(model, batch, listwise, query_store, doc_store, cfg, device, step, teacher))
             if cfg.grad_clip is not None:
                 torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip)
             optimizer.step()
@@ -399,7 +428,7 @@ def _loop(model, optimizer, examples, listwise, query_store, doc_store, validate
                 break
 
 
-def _backward(model, batch, listwise, query_store, doc_store, cfg, device, step: int) -> float:
+def _backward(model, batch, listwise, query_store, doc_store, cfg, device, step: int, teacher=None) -> float:
     """Accumulate the gradient of the batch's mean loss, ``cfg.micro_batch`` examples per pass (each
     part's mean loss weighted by its share of the batch; ``backward_in_length_groups``); returns the batch's
     loss."""
@@ -407,7 +436,7 @@ def _backward(model, batch, listwise, query_store, doc_store, cfg, device, step:
     total = 0.0
     for start in range(0, len(batch), size):
         part = batch[start:start + size]
-        queries, docs, loss_of = batch_pass(part, listwise, query_store, doc_store, cfg, device)
+        queries, docs, loss_of = batch_pass(part, listwise, query_store, doc_store, cfg, device, teacher)
         share = len(part) / len(batch)
         loss = backward_in_length_groups(model, queries, docs, cfg.length_group,
                                          loss_of if share == 1 else lambda scores: loss_of(scores) * share,

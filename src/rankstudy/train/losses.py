@@ -23,3 +23,19 @@ def listwise_softmax_ce(scores: torch.Tensor) -> torch.Tensor:
     if scores.dim() != 2 or scores.shape[1] < 2:
         raise ValueError(f"expected scores [B, 1+n] with n >= 1, got {tuple(scores.shape)}")
     return (torch.logsumexp(scores, dim=1) - scores[:, 0]).mean()
+
+
+def margin_mse_loss(pos_scores: torch.Tensor, neg_scores: torch.Tensor, teacher_pos: torch.Tensor,
+                    teacher_neg: torch.Tensor) -> torch.Tensor:
+    """Margin-MSE (Hofstätter et al. 2020, "Improving Efficient Neural Ranking Models with Cross-Architecture
+    Knowledge Distillation", eq. 1): the student's margin regressed on a teacher's,
+
+    ``L = mean_i ((s_pos_i - s_neg_i) - (t_pos_i - t_neg_i))^2``
+
+    Unlike the hinge it is zero only where the margins agree: an easy pair the student already orders
+    still carries the teacher's estimate of how far apart the two passages are.
+    """
+    shapes = {tuple(t.shape) for t in (pos_scores, neg_scores, teacher_pos, teacher_neg)}
+    if len(shapes) != 1:
+        raise ValueError(f"score shapes differ: {sorted(shapes)}")
+    return ((pos_scores - neg_scores) - (teacher_pos - teacher_neg)).square().mean()

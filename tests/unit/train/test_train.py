@@ -18,7 +18,7 @@ from rankstudy.errors import StudyError
 from rankstudy.formats import FormatError
 from rankstudy.models import build_model
 from rankstudy.train import examples as ex
-from rankstudy.train.losses import listwise_softmax_ce, pairwise_margin_loss
+from rankstudy.train.losses import listwise_softmax_ce, margin_mse_loss, pairwise_margin_loss
 from rankstudy.device import resolve_device
 from rankstudy.train.loop import (BatchOrder, TrainConfig, TrainingInterrupted, batch_pass, make_validator,
                                   optimizer_groups, train)
@@ -137,6 +137,22 @@ def test_listwise_softmax_ce_values_and_gradients():
         listwise_softmax_ce(torch.zeros(3, 1))
 
 
+def test_margin_mse_loss_values_and_gradients():
+    """Hofstätter et al. 2020, eq. 1: the student's margin regressed on the teacher's; an easy pair the
+    student already orders still has a gradient toward the teacher's margin (the hinge's would be 0)."""
+    pos = torch.tensor([3.0, 0.5], requires_grad=True)
+    neg = torch.tensor([1.0, 1.0], requires_grad=True)
+    teacher_pos, teacher_neg = torch.tensor([5.0, 1.0]), torch.tensor([0.0, 0.0])
+    loss = margin_mse_loss(pos, neg, teacher_pos, teacher_neg)
+    assert loss.item() == pytest.approx(((2.0 - 5.0) ** 2 + (-0.5 - 1.0) ** 2) / 2)
+    assert pairwise_margin_loss(pos[:1], neg[:1]).item() == 0  # the first pair is easy for the hinge
+    loss.backward()
+    assert pos.grad.tolist() == pytest.approx([-3.0, -1.5]) and neg.grad.tolist() == pytest.approx([3.0, 1.5])
+    assert margin_mse_loss(pos, neg, pos.detach() + 2, neg.detach() + 2).item() == 0  # margins agree
+    with pytest.raises(ValueError, match="score shapes differ"):
+        margin_mse_loss(pos, neg, teacher_pos[:1], teacher_neg[:1])
+
+
 # --- config, device, optimizer groups -------------------------------------------------------
 
 def test_train_config_validation():
@@ -148,7 +164,12 @@ def test_train_config_validation():
                          ({"grad_clip": -1.0}, "grad_clip"), ({"device": "tpu"}, "device"),
                          ({"learning_rates": {"default": "1e-3"}}, "learning_rates.default"),
                          ({"micro_batch": 0}, "micro_batch"),
-                         ({"micro_batch": 4, "query_negatives": True}, "micro_batch and query_negatives")]:
+                         ({"micro_batch": 4, "query_negatives": True}, "micro_batch and query_negatives"),
+                         ({"loss": "margin_mse"}, "margin_mse needs a teacher"),
+                         ({"teacher": {"model": "bi_encoder"}}, "a teacher needs loss margin_mse"),
+                         ({"loss": "margin_mse", "teacher": {"encoder": "minilm"}}, "teacher must map 'model'"),
+                         ({"loss": "margin_mse", "teacher": {"model": "bi_encoder"}, "query_negatives": True},
+                          "margin_mse and query_negatives")]:
         with pytest.raises(ConfigError, match=message):
             from_dict(TrainConfig, {**base, **bad}, "training")
 
@@ -252,6 +273,40 @@ def test_listwise_training_learns_the_toy_problem(toy, tmp_path):
     assert summary["best_metric"] > before + 0.3
     with pytest.raises(StudyError, match="listwise needs groups"):
         fit(toy, cfg, tmp_path / "wrong", examples=triples(toy))
+
+
+class TopicTeacher(nn.Module):
+    """The toy problem's oracle: score 4 for a document of the query's topic (token 12+t for query token 2+t),
+    0 otherwise; ``sign`` -1 scores the other way round."""
+
+    def __init__(self, sign: float = 1.0):
+        super().__init__()
+        self.sign = nn.Parameter(torch.tensor(sign))  # a parameter, to check that the teacher stays frozen
+
+    def forward(self, query, document):
+        return self.sign * 4.0 * (document[:, 0] == query[:, 0] + 10).float()
+
+
+def test_margin_mse_training_learns_the_teachers_margins(toy, tmp_path):
+    """The model learns what the teacher's margins say, not the labels alone: taught by the oracle it learns
+    the toy problem; taught by the reversed oracle, on the same triples, it ranks the relevant documents
+    below its untrained self. The teacher is not trained."""
+    cfg = config(loss="margin_mse", teacher={"model": "toy"})
+    before = validator(toy, cfg)(ToyRanker(init_seed=0))
+    teacher = TopicTeacher()
+    _, taught = fit(toy, cfg, tmp_path / "oracle", teacher=teacher)
+    log = trained_log(tmp_path / "oracle")
+    assert log["loss"].iloc[-1] < 0.2 * log["loss"].iloc[0]
+    assert taught["best_metric"] > before + 0.3
+    assert teacher.sign.item() == 1.0 and not teacher.sign.requires_grad and not teacher.training
+
+    fit(toy, config(loss="margin_mse", teacher={"model": "toy"}, patience=1), tmp_path / "reversed",
+        teacher=TopicTeacher(sign=-1.0))
+    assert read_log(tmp_path / "reversed" / "log.csv")["metric"].iloc[-1] < before - 0.2
+    with pytest.raises(StudyError, match="loss margin_mse needs teacher model"):
+        fit(toy, cfg, tmp_path / "none")
+    with pytest.raises(StudyError, match="loss pairwise takes no teacher model"):
+        fit(toy, config(), tmp_path / "extra", teacher=teacher)
 
 
 @pytest.mark.parametrize("listwise", [False, True])

@@ -180,3 +180,20 @@ def test_scoring_lengths_come_from_the_model_directory(tmp_path):
         read_input_spec(tmp_path)
     with pytest.raises(StudyError, match="no config.json; train the model first"):
         read_input_spec(tmp_path / "absent")
+
+
+@pytest.mark.parametrize("teacher, message", [
+    ({"model": "no_such_model"}, "unknown teacher model 'no_such_model'"),
+    ({"model": "bi_encoder", "encoder": "minilm"}, "queries: not a WordPiece token store"),
+])
+def test_a_teacher_that_cannot_read_the_models_stores_fails_before_training(inputs, teacher, message):
+    """Loss margin_mse: the teacher scores the model's own token ids, so a teacher of another tokenizer (a
+    WordPiece encoder over the study vocabulary's word ids) is an error naming the store, before any step."""
+    from rankstudy.experiment import train_model
+
+    training = {**TRAINING, "loss": "margin_mse", "teacher": teacher}
+    with pytest.raises(StudyError, match=message):
+        train_model("knrm", {}, training, inputs / "embeddings.npy", inputs / "triples.tsv", inputs / "queries",
+                    inputs / "docs", inputs / "queries", inputs / "dev.run", inputs / "qrels.txt", inputs / "out",
+                    seed=3)
+    assert not (inputs / "out").exists()
