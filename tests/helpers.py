@@ -12,6 +12,25 @@ import pandas as pd
 import torch
 
 REPO = Path(__file__).resolve().parents[1]
+SCHEMA = REPO / "workflow" / "schemas" / "config.schema.yaml"
+
+
+def with_schema_defaults(settings: dict, override: str = "", schema: Path = SCHEMA) -> dict:
+    """``settings`` with a YAML ``override`` merged in as Snakemake merges --configfile, validated against the
+    workflow's schema with its defaults filled in: what common.smk hands ``StudyPlan.from_config``."""
+    import yaml
+    from snakemake.utils import update_config, validate
+
+    update_config(settings, yaml.safe_load(override) or {})
+    validate(settings, str(schema))
+    return settings
+
+
+def config_file(path: Path, override: str = "") -> dict:
+    """The config file at ``path`` (``with_schema_defaults``)."""
+    import yaml
+
+    return with_schema_defaults(yaml.safe_load(Path(path).read_text()), override)
 
 
 def metric_csv(path, system, split, values, measures=("AP", "nDCG@10", "RR@10", "P@10"), dataset="d"):

@@ -10,10 +10,9 @@ import logging
 import numpy as np
 import pytest
 import torch
-import yaml
 from scipy.stats import kendalltau
 
-from helpers import REPO, FakeStore, random_embeddings
+from helpers import REPO, FakeStore, config_file, random_embeddings
 from toy_training import config, fit, make_toy, read_log, triples, validator
 from rankstudy.cli import build_parser
 from rankstudy.config import ConfigError, from_dict
@@ -203,12 +202,7 @@ def test_bf16_training_reduces_the_loss(tmp_path):
 
 def study_config(override: str) -> dict:
     """config/config.yaml with an override, validated with the schema's defaults filled in (as common.smk)."""
-    from snakemake.utils import update_config, validate
-
-    settings = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
-    update_config(settings, yaml.safe_load(override))
-    validate(settings, str(REPO / "workflow" / "schemas" / "config.schema.yaml"))
-    return settings
+    return config_file(REPO / "config" / "config.yaml", override)
 
 
 def test_the_setting_goes_from_the_config_to_training_and_re_ranking():

@@ -23,7 +23,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from helpers import REPO
+from helpers import REPO, config_file
 from paper_miniature import ROBUST04_NO_RELEVANT, bert_directory, irds_home, prepare
 from test_paper_configs import CLOSED_PORT, parse_jobs
 from test_workflow import BIN, ENV, workflow_copy
@@ -170,12 +170,9 @@ def _reported(name: str) -> dict:
 
 def _own_rows(name: str) -> set[tuple[str, str]]:
     """(table, row) of every row the paper config's tables write (StudyPlan.table_layout)."""
-    from snakemake.utils import validate
-
     from rankstudy.study.plan import StudyPlan
 
-    settings = yaml.safe_load((REPO / "config" / "paper" / f"{name}.yaml").read_text())
-    validate(settings, str(REPO / "workflow" / "schemas" / "config.schema.yaml"))
+    settings = config_file(REPO / "config" / "paper" / f"{name}.yaml")
     return {(table, row) for table, spec in StudyPlan.from_config(settings).table_layout().items()
             for row in spec["rows"]}
 

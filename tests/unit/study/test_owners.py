@@ -4,22 +4,18 @@ test changes the owner and sees every reader follow."""
 import pytest
 import yaml
 
-from helpers import REPO
+from helpers import REPO, SCHEMA, with_schema_defaults
 from rankstudy.config import from_dict
 from rankstudy.study import StudyPlan
 from rankstudy.truncation.experiment import TruncationConfig, _choppy_config
 from rankstudy.truncation.methods import F1
 
-SCHEMA = REPO / "workflow" / "schemas" / "config.schema.yaml"
 DEFAULT = REPO / "config" / "config.yaml"
 
 
 def plan_of(settings, schema=SCHEMA):
     """The plan of a config as common.smk builds it: schema defaults filled in."""
-    from snakemake.utils import validate
-
-    validate(settings, str(schema))
-    return StudyPlan.from_config(settings)
+    return StudyPlan.from_config(with_schema_defaults(settings, schema=schema))
 
 
 def test_choppy_n_has_one_default_the_schemas(tmp_path):

@@ -3,9 +3,8 @@
 import re
 
 import pytest
-import yaml
 
-from helpers import REPO
+from helpers import REPO, config_file
 from rankstudy.config import ConfigError
 from rankstudy.study import StudyPlan, plan_runs
 from rankstudy.study.checks import check_renamed_keys
@@ -103,12 +102,7 @@ def test_depths_names_and_warm_start_sources():
 def study_config(override=""):
     """config/config.yaml with a YAML override merged in as Snakemake merges --configfile, schema defaults
     filled in (what common.smk hands StudyPlan.from_config)."""
-    from snakemake.utils import update_config, validate
-
-    settings = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
-    update_config(settings, yaml.safe_load(override) or {})
-    validate(settings, str(REPO / "workflow" / "schemas" / "config.schema.yaml"))
-    return settings
+    return config_file(REPO / "config" / "config.yaml", override)
 
 
 def test_the_plan_resolves_encoders_and_warm_starts():

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from helpers import REPO
+from helpers import with_schema_defaults
 from rankstudy.config import ConfigError
 from rankstudy.study import StudyPlan
 
@@ -43,14 +43,13 @@ neural:
 def folded(override: str = "", drop_depth: str | None = None) -> StudyPlan:
     """The plan of a standalone config of one local dataset with folds, an override merged in (and one run's
     rerank_depth dropped), schema defaults filled in (what common.smk builds)."""
-    from snakemake.utils import update_config, validate
+    from snakemake.utils import update_config
 
     settings = yaml.safe_load(STUDY)
     update_config(settings, yaml.safe_load(override) or {})
     if drop_depth:
         del settings["neural"]["runs"][drop_depth]["rerank_depth"]
-    validate(settings, str(REPO / "workflow" / "schemas" / "config.schema.yaml"))
-    return StudyPlan.from_config(settings)
+    return StudyPlan.from_config(with_schema_defaults(settings))
 
 
 def test_a_dataset_with_folds_stands_for_k_fold_datasets():

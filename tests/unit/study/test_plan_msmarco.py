@@ -4,21 +4,15 @@ given BM25 lists of other datasets (TREC DL years), each dataset re-ranking its 
 from __future__ import annotations
 
 import pytest
-import yaml
 
-from helpers import REPO
+from helpers import REPO, config_file
 from rankstudy.config import ConfigError
 from rankstudy.study import StudyPlan
 
 
 def msmarco(override: str = "") -> StudyPlan:
     """The config as Snakemake hands it over (a standalone file: schema defaults filled in)."""
-    from snakemake.utils import update_config, validate
-
-    settings = yaml.safe_load((REPO / "config" / "msmarco-passages.yaml").read_text())
-    update_config(settings, yaml.safe_load(override) or {})
-    validate(settings, str(REPO / "workflow" / "schemas" / "config.schema.yaml"))
-    return StudyPlan.from_config(settings)
+    return StudyPlan.from_config(config_file(REPO / "config" / "msmarco-passages.yaml", override))
 
 
 def test_each_dataset_re_ranks_its_own_first_stage():
