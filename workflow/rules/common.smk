@@ -87,5 +87,6 @@ CHAIN_PRIORITY = 10
 
 
 def chain_priority(run):
-    """Scheduling priority of a run's training: CHAIN_PRIORITY for runs that other runs start from."""
-    return CHAIN_PRIORITY if RUN[run].starts_others else 0
+    """Scheduling priority of a run's training: CHAIN_PRIORITY for runs that other runs start from, else the
+    run's own hint (``priority``, 0-9: a long training that would otherwise start last on a few cores)."""
+    return CHAIN_PRIORITY if RUN[run].starts_others else RUN[run].priority

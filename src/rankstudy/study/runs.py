@@ -30,6 +30,7 @@ class Run:
     encoder_from: str | None  # the base run whose exported encoder the base starts from
     datasets: tuple[str, ...]  # evaluated on (those the study runs; none if its training data is not run)
     starts_others: bool  # another run's encoder_from names it (its training goes first: CHAIN_PRIORITY)
+    priority: int = 0  # the base's scheduling hint for its training (``priority``: the long ones first)
 
     @property
     def is_ensemble(self) -> bool:
@@ -135,7 +136,7 @@ def plan_runs(config: Mapping[str, Any]) -> dict[str, Run]:
                          training={**neural["training"], **base.get("training", {}), "device": neural["device"],
                                    "precision": neural["precision"]},
                          encoder_from=base_of(source) if source else None, datasets=tuple(datasets),
-                         starts_others=name in sources)
+                         starts_others=name in sources, priority=base.get("priority", 0))
     for name, spec in entries.items():
         source = spec.get("encoder_from")
         if source and neural["embeddings"][runs[source].embeddings].get("method") != "wordpiece":

@@ -296,7 +296,7 @@ def train(model: torch.nn.Module, examples: Sequence[tuple], query_store, doc_st
           validate: Callable[[torch.nn.Module], float], cfg: TrainConfig, out_dir, seed: int,
           kill_after_step: int | None = None, recorded: dict | None = None,
           teacher: torch.nn.Module | None = None) -> dict:
-    """Train ``model`` on triples (pairwise) or groups (listwise); resume from ``out_dir/checkpoint.pt``.
+    """Train ``model`` on triples (pairwise, margin_mse) or groups (listwise); resume from ``out_dir/checkpoint.pt``.
 
     ``teacher``: the model built from ``cfg.teacher`` (loss margin_mse), kept frozen in eval mode.
 

@@ -91,8 +91,9 @@ def test_depths_names_and_warm_start_sources():
 
     runs = plan_runs(config(ce={"model": "bert", "embeddings": "wp", "train": "passages"},
                             doc={"model": "bert", "embeddings": "wp", "train": "documents", "encoder_from": "ce",
-                                 "rerank_depth": 30}))
+                                 "rerank_depth": 30, "priority": 5}))
     assert runs["ce"].starts_others and not runs["doc"].starts_others
+    assert (runs["ce"].priority, runs["doc"].priority) == (0, 5)  # a scheduling hint, 0 unless given
     assert runs["ce"].tuning_depths((10, 100, 10)) == [10, 100, 10]
     assert runs["doc"].tuning_depths((10, 100, 10)) == [10, 30, 10]
     assert runs["doc"].tuning_depths((50, 100, 10)) == [30, 30, 10]
