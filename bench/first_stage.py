@@ -27,6 +27,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from rankstudy.cpu_isa import cpu_model
+
 REPO = Path(__file__).resolve().parents[1]
 WORKFLOW_FILES = ("Snakefile", "workflow", "config", "profiles", "environment.yml")
 
@@ -63,15 +65,6 @@ def anserini_share(work: Path, jobs: pd.DataFrame) -> tuple[float, float]:
         anserini += own
         pipeline += wall - own
     return anserini, pipeline
-
-
-def cpu_model() -> str:
-    cpuinfo = Path("/proc/cpuinfo")
-    if cpuinfo.exists():
-        for line in cpuinfo.read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    return platform.processor() or platform.machine()
 
 
 def main() -> int:

@@ -20,13 +20,13 @@ from __future__ import annotations
 import argparse
 import math
 import os
-import platform
 import random
 import statistics
 import time
 
 import torch
 
+from rankstudy.cpu_isa import cpu_model
 from rankstudy.models.socialformer import SocialGraphConfig, build_social_graph, partition_graph
 from rankstudy.models.socialformer import patterns
 
@@ -186,17 +186,6 @@ def torch_pipeline(config, doc, query, idf, embeddings, attention):
     return graph, edge
 
 
-def cpu_name() -> str:
-    try:
-        with open("/proc/cpuinfo") as info:
-            for line in info:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--threads", type=int, default=2)
@@ -221,7 +210,7 @@ def main() -> int:
 
     graph, edge = torch_pipeline(config, doc, query, idf, embeddings, attention)
     realised = int(graph.adjacency.sum()) / (n * (n - 1))
-    print(f"cpu: {cpu_name()}, torch {torch.__version__}, "
+    print(f"cpu: {cpu_model()}, torch {torch.__version__}, "
           f"{os.cpu_count()} cores visible, load average {os.getloadavg()[0]:.1f} at start")
     print(f"document n={n}, patterns {config.active}, sparsity {config.sparsity}, "
           f"max_nodes {config.max_nodes}, max_circles {config.max_circles}")

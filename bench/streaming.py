@@ -51,6 +51,8 @@ from pathlib import Path
 
 import psutil
 
+from rankstudy.cpu_isa import cpu_model
+
 REPO = Path(__file__).resolve().parents[1]
 GB = 1e9
 BUDGET_BYTES = 4 * GB
@@ -75,13 +77,7 @@ class Step:
 
 
 def machine() -> str:
-    cpu = platform.processor() or platform.machine()
-    cpuinfo = Path("/proc/cpuinfo")
-    if cpuinfo.exists():
-        names = [line.split(":", 1)[1].strip() for line in cpuinfo.read_text().splitlines()
-                 if line.startswith("model name")]
-        cpu = names[0] if names else cpu
-    return (f"{cpu}, {os.cpu_count()} CPUs visible, {psutil.virtual_memory().total / GB:.1f} GB RAM, "
+    return (f"{cpu_model()}, {os.cpu_count()} CPUs visible, {psutil.virtual_memory().total / GB:.1f} GB RAM, "
             f"Python {platform.python_version()}")
 
 

@@ -38,6 +38,18 @@ def has_avx2(cpuinfo: str = "/proc/cpuinfo") -> bool:
         return False
 
 
+def cpu_model(cpuinfo: str = "/proc/cpuinfo") -> str:
+    """The CPU's model name (benchmarks state the machine they measured on)."""
+    try:
+        with open(cpuinfo, encoding="utf-8") as handle:
+            for line in handle:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
 def pin_vector_isa(environ=os.environ, cpuinfo: str = "/proc/cpuinfo") -> dict[str, str]:
     """Set the AVX2 pins in ``environ`` where unset; the pins in effect ({} where not pinned)."""
     if environ.get("RANKSTUDY_CPU_ISA", "avx2").lower() == "native" or not has_avx2(cpuinfo):

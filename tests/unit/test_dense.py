@@ -35,7 +35,8 @@ def test_encode_index_search_evaluate(tmp_path, capsys):
     assert cli.main(["dense-index", "--collection", str(tmp_path / "collection.tsv"), "--config", CONFIG,
                      "--out", str(index), "--device", "cpu"]) == 0
     assert sorted(path.name for path in index.iterdir()) == ["docid", "index"]
-    assert (index / "docid").read_text().split() == list(DOCS)  # in collection order, batches of 4 then 2
+    # every document once, encoded shortest first (one window of SORT_WINDOW batches here): batches of 4 then 2
+    assert (index / "docid").read_text().split() == sorted(DOCS, key=lambda docid: len(DOCS[docid]))
     run_path = tmp_path / "dense.run"
     assert cli.main(["dense-search", "--index", str(index), "--queries", str(tmp_path / "queries.tsv"),
                      "--config", CONFIG, "--hits", "3", "--out", str(run_path), "--tag", "dense",
