@@ -98,7 +98,8 @@ def test_dry_run_lists_the_study_jobs(tmp_path):
 
 def test_preparation_then_the_warm_start_chain_are_scheduled_first(tmp_path):
     """Preparation (datasets to training examples) goes first, then the jobs the Socialformer runs wait on
-    (study encoder -> ce-passage -> its export); no other job has a priority."""
+    (study encoder -> ce-passage -> its export), then every other training; re-ranking, evaluation, reports and
+    Choppy's jobs last."""
     result = snakemake(workflow_copy(tmp_path), "-n", "--cores", "2", "--verbose")
     assert result.returncode == 0, result.stderr
     by_priority = {}
@@ -108,7 +109,9 @@ def test_preparation_then_the_warm_start_chain_are_scheduled_first(tmp_path):
         if priority and rule and priority.group(1) != "0":
             output = re.search(r"^\s+output: ([^,\n]+)", job, re.M).group(1)
             by_priority.setdefault(int(priority.group(1)), set()).add((rule.group(1), output))
-    assert set(by_priority) == {10, 20}
+    assert set(by_priority) == {1, 10, 20}
+    assert {rule for rule, _ in by_priority[1]} == {"train"}
+    assert len(by_priority[1]) + 1 == sum(1 for job in re.findall(r"^(?:local)?rule train:", result.stdout + result.stderr, re.M))
     assert by_priority[10] == {("pretrain_encoder", "encoders/study"), ("export_encoder", "models/encoders/ce-passage.s42"),
                                ("train", "models/synthetic-passage/ce_passage/ce-passage/seed42/model.pt")}
     preparation = {rule for rule, _ in by_priority[20]}

@@ -49,7 +49,7 @@ rule dense_index:
         config=lambda wc: as_json(FIRST_STAGE.dense_settings(wc.system)),
         device=lambda wc: FIRST_STAGE.device(wc.system),
     resources: mem_mb=8000, runtime=1440, gpu=lambda wc: gpus(FIRST_STAGE.device(wc.system))
-    priority: PREPARATION_PRIORITY
+    priority: lambda wc: dense_priority(wc.system)
     shell:
         "python -m rankstudy dense-index --collection {input} --config {params.config:q} --out {output}"
         " --device {params.device} 2> {log}"
@@ -72,7 +72,7 @@ rule dense_search:
         hits=lambda wc: FIRST_STAGE.hits(wc.system),
         rescore=lambda wc, input: f"--rescore {input.rescored}" if input.rescored else "",
     resources: mem_mb=8000, runtime=240, gpu=lambda wc: gpus(FIRST_STAGE.device(wc.system))
-    priority: PREPARATION_PRIORITY
+    priority: lambda wc: dense_priority(wc.system)
     shell:
         "python -m rankstudy dense-search --index {input.index} --queries {input.queries} --config {params.config:q}"
         " --hits {params.hits} --out {output} --tag {wildcards.system} --device {params.device} --threads {threads}"

@@ -81,12 +81,23 @@ def full_task_depth(wildcards, input):
 # candidates, tokens, word vectors, training examples) goes first: every training waits on the word vectors,
 # which wait on every dataset, and a report or a Choppy job that ran first left one core idle beside them.
 # Then the long chain study encoder -> warm start (encoder_from) -> the runs that start from it, or the
-# warm start waits behind independent runs and the Socialformer runs finish last, one core idle.
+# warm start waits behind independent runs and the Socialformer runs finish last, one core idle. Then every
+# other training, before the re-ranking and evaluation of the finished ones: the long jobs first, the short
+# ones fill the end (config/msmarco-passages.yaml's last TK training started 43 minutes in, behind the
+# re-ranking of the first ones, and ran alone at the end; docs/msmarco.md, Time).
 PREPARATION_PRIORITY = 20
 CHAIN_PRIORITY = 10
+TRAINING_PRIORITY = 1
 
 
 def chain_priority(run):
-    """Scheduling priority of a run's training: CHAIN_PRIORITY for runs that other runs start from, else the
-    run's own hint (``priority``, 0-9: a long training that would otherwise start last on a few cores)."""
-    return CHAIN_PRIORITY if RUN[run].starts_others else RUN[run].priority
+    """Scheduling priority of a run's training: CHAIN_PRIORITY for runs that other runs start from, else
+    TRAINING_PRIORITY raised by the run's own hint (``priority``, 0-8: a long training that would otherwise
+    start after shorter ones)."""
+    return CHAIN_PRIORITY if RUN[run].starts_others else TRAINING_PRIORITY + RUN[run].priority
+
+
+def dense_priority(system):
+    """A dense first stage's encoding is preparation only where a training validates on its lists (the
+    Socialformer paper's ANCE): a zero-shot reference encoded first delayed every training behind it."""
+    return PREPARATION_PRIORITY if system in PLAN.training_first_stages() else 0

@@ -251,6 +251,11 @@ class StudyPlan:
         """(dataset, system) pairs of every neural run to evaluate on dev and test."""
         return [(dataset, system) for run in self.runs.values() for dataset in run.datasets for system in run.systems]
 
+    def training_first_stages(self) -> set[str]:
+        """The first-stage systems a training reads: the validation candidates of every dataset a run trains on
+        (its training examples' negatives are BM25's)."""
+        return {self.rerank_system(dataset) for run in self.runs for dataset in self.train_datasets(run)}
+
     def train_datasets(self, run: str) -> list[str]:
         """The datasets a run's models train on, one model each: its train dataset, or that dataset's folds."""
         train = self.runs[run].train

@@ -26,6 +26,8 @@ def test_each_dataset_re_ranks_its_own_first_stage():
     assert plan.system_splits("bm25-given", "dl-test-b") == ["test"]
     training = plan.train_inputs("msmarco-train", "tk", 42)
     assert training["dev_run"] == "runs/msmarco-train/bm25.dev.run"
+    # no training reads the zero-shot MiniLM reference (its dense index is not preparation: workflow priorities)
+    assert plan.training_first_stages() == {"bm25"}
     assert training["examples"] == "train/msmarco-train/triples.tsv"
     rerank = plan.rerank_inputs("dl-test-a", "tk", 43, "test")
     assert rerank["candidates"] == "runs/dl-test-a/bm25-given.test.run"
