@@ -26,8 +26,9 @@ from __future__ import annotations
 import logging
 import os
 from dataclasses import dataclass
+from itertools import islice
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any
 
 import numpy as np
 from tqdm import tqdm
@@ -110,18 +111,6 @@ def _encoder_dir(config: DenseConfig) -> str:
     return str(encoder_path(config.encoder))
 
 
-def _windows(items: Iterable, size: int) -> Iterator[list]:
-    """``items`` in consecutive lists of ``size`` (the last shorter)."""
-    window: list = []
-    for item in items:
-        window.append(item)
-        if len(window) == size:
-            yield window
-            window = []
-    if window:
-        yield window
-
-
 def build_index(collection_path: str | os.PathLike, config: DenseConfig, out: str | os.PathLike,
                 device: str = "cpu") -> int:
     """Encode every document of a collection TSV into pyserini's FAISS flat index at ``out``; the number
@@ -150,8 +139,8 @@ def build_index(collection_path: str | os.PathLike, config: DenseConfig, out: st
             writer.write({"id": [docid for docid, _ in batch], "vector": vectors})
             batch.clear()
 
-        documents = tqdm(iter_collection(collection_path), desc="encode", unit=" docs", mininterval=30)
-        for window in _windows(documents, config.batch_size * SORT_WINDOW):
+        documents = iter(tqdm(iter_collection(collection_path), desc="encode", unit=" docs", mininterval=30))
+        while window := list(islice(documents, config.batch_size * SORT_WINDOW)):
             for docid, text in sorted(window, key=lambda document: len(document[1])):
                 batch.append((docid, text))
                 count += 1

@@ -38,7 +38,6 @@ def test_no_pin_without_avx2_or_when_asked_for_native(cpuinfo, monkeypatch, mach
     assert not has_avx2(cpuinfo(flags)) or environ
 
 
-@pytest.mark.skipif(not has_avx2(), reason="the pin applies to x86-64 machines with AVX2")
 def test_the_cpu_model_is_read_from_cpuinfo(tmp_path):
     cpuinfo = tmp_path / "cpuinfo"
     cpuinfo.write_text("processor\t: 0\nmodel name\t: AMD EPYC 9B14\nflags\t\t: fpu avx2\n")
@@ -46,6 +45,7 @@ def test_the_cpu_model_is_read_from_cpuinfo(tmp_path):
     assert cpu_model(str(tmp_path / "absent"))  # elsewhere: the platform's name, never empty
 
 
+@pytest.mark.skipif(not has_avx2(), reason="the pin applies to x86-64 machines with AVX2")
 def test_the_entry_point_runs_torch_and_openblas_on_avx2():
     env = {k: v for k, v in os.environ.items() if k not in AVX2_PINS and k != "RANKSTUDY_CPU_ISA"}
     # as rankstudy.__main__: pin, then load the libraries

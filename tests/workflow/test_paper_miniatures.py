@@ -39,8 +39,8 @@ NOT_YET: set[str] = set()
 # table or claim (Choppy's: its epochs and BiCut's width; the d x heads grid of Fig. 2 and the repeats stay)
 SIZE_KEYS = ("first_stage.threads", "first_stage.systems.*.device", "first_stage.systems.*.batch_size",
              "neural.threads", "neural.device", "neural.training", "neural.examples", "neural.rerank.batch_size",
-             "neural.efficiency.setup", "neural.efficiency.models.*.batch", "neural.embeddings.*.bucket", "neural.runs.*.training.max_steps",
-             "choppy.device", "choppy.model.epochs", "choppy.model_by_metric.*.epochs", "choppy.bicut.epochs",
+             "neural.efficiency.setup", "neural.efficiency.models.*.batch", "neural.embeddings.*.bucket",
+             "neural.runs.*.training.max_steps", "choppy.device", "choppy.model.epochs", "choppy.model_by_metric.*.epochs", "choppy.bicut.epochs",
              "choppy.bicut.hidden")
 
 
