@@ -24,13 +24,35 @@ def paired_values(a: Mapping[str, float], b: Mapping[str, float]) -> tuple[np.nd
     return np.array([a[q] for q in qids], dtype=float), np.array([b[q] for q in qids], dtype=float)
 
 
+# Up to this many pairs (zeros included) scipy's Wilcoxon is exact: with ties or zeros it enumerates the 2**n
+# sign flips in a permutation test, calling its statistic once per flip (~2 s a test at 13 pairs)
+EXACT_SIGN_FLIPS = 13
+
+
 def wilcoxon_p(a: Mapping[str, float], b: Mapping[str, float], alternative: str = "two-sided") -> float:
     """p-value that per-query values ``a`` and ``b`` differ (1.0 if they never do); ``alternative``
     as scipy's: "greater" tests a > b one-sided (the claims' non-inferiority test)."""
     x, y = paired_values(a, b)
     if not np.any(x != y):
         return 1.0
+    if len(x) <= EXACT_SIGN_FLIPS:
+        return signed_rank_exact_p(x - y, alternative)
     return float(stats.wilcoxon(x, y, zero_method="wilcox", alternative=alternative).pvalue)
+
+
+def signed_rank_exact_p(differences: np.ndarray, alternative: str = "two-sided") -> float:
+    """The signed-rank test's exact p-value over every sign flip of ``differences`` (zeros dropped from the
+    ranks, Wilcoxon's way; ties at their average rank): scipy's own small-sample permutation test, given the
+    statistic vectorized over the flips (the same p-value as ``stats.wilcoxon``, in milliseconds)."""
+    ranks = np.zeros_like(differences)
+    nonzero = differences != 0
+    ranks[nonzero] = stats.rankdata(np.abs(differences[nonzero]))
+
+    def positive_rank_sum(flipped: np.ndarray, axis: int = -1) -> np.ndarray:
+        return np.sum((flipped > 0) * ranks, axis=axis)
+
+    return float(stats.permutation_test((differences,), positive_rank_sum, permutation_type="samples",
+                                        vectorized=True, alternative=alternative).pvalue)
 
 
 def paired_t_p(a: Mapping[str, float], b: Mapping[str, float], alternative: str = "two-sided") -> float:

@@ -31,6 +31,21 @@ def test_wilcoxon_detects_a_consistent_gain_and_not_noise():
         wilcoxon_p(base, {"0": 1.0})
 
 
+@pytest.mark.parametrize("alternative", ["two-sided", "greater", "less"])
+def test_small_samples_get_scipys_exact_wilcoxon_p_value(alternative):
+    """Up to 13 queries the p-value is exact (every sign flip), with ties and zeros as scipy treats them."""
+    rng = np.random.default_rng(3)
+    for n in (2, 5, 9, 13):
+        for _ in range(4):
+            a = rng.choice([0.0, 0.25, 0.5, 1.0], n)  # RR-like values: ties and zero differences
+            b = rng.choice([0.0, 0.25, 0.5, 1.0], n) if rng.random() < 0.5 else rng.random(n)
+            if not np.any(a != b):
+                continue
+            expected = scipy_stats.wilcoxon(a, b, zero_method="wilcox", alternative=alternative).pvalue
+            got = wilcoxon_p({str(q): v for q, v in enumerate(a)}, {str(q): v for q, v in enumerate(b)}, alternative)
+            assert got == pytest.approx(expected, rel=1e-12, abs=1e-15), (n, a, b)
+
+
 def test_paired_t_test_matches_the_textbook_statistic():
     a = {"q1": 0.5, "q2": 0.7, "q3": 0.4, "q4": 0.9}
     b = {"q1": 0.3, "q2": 0.6, "q3": 0.4, "q4": 0.6}
