@@ -35,7 +35,7 @@ def wilcoxon_p(a: Mapping[str, float], b: Mapping[str, float], alternative: str 
     x, y = paired_values(a, b)
     if not np.any(x != y):
         return 1.0
-    if len(x) <= EXACT_SIGN_FLIPS:
+    if 2 <= len(x) <= EXACT_SIGN_FLIPS:  # one pair: scipy's exact test, without a permutation
         return signed_rank_exact_p(x - y, alternative)
     return float(stats.wilcoxon(x, y, zero_method="wilcox", alternative=alternative).pvalue)
 
