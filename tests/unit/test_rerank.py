@@ -112,6 +112,35 @@ def test_tune_depth_hand_computed():
         tune_depth(FIRST, NEURAL, QRELS, [], "RR@10")
 
 
+@pytest.mark.parametrize("measure", ["RR@10", "nDCG@10", "P@3", "AP@100", "R@5"])
+def test_tune_depth_at_a_cutoff_equals_evaluating_every_depth(measure):
+    """The cutoff path (distinct top lists) gives exactly the means of evaluating rerank_to_depth at each depth:
+    ties in neural and first-stage scores, a query without candidates, one the run lacks, one judged only 0, one
+    without judgments, depths from 0 to past the lists' end."""
+    import random
+
+    from rankstudy.evaluate import aggregate, evaluate_run
+
+    rng = random.Random(measure)
+    first = {f"q{q}": [(f"d{q}_{i}", float(rng.randrange(8))) for i in range(rng.randrange(1, 40))] for q in range(30)}
+    first["q_empty"] = []
+    neural = {qid: [(docid, round(rng.random(), 1)) for docid, _ in ranking] for qid, ranking in first.items()}
+    qrels = {qid: {docid: rng.choice([0, 0, 1, 2]) for docid, _ in ranking if rng.random() < 0.2}
+             for qid, ranking in first.items()}
+    qrels.update(q_missing={"x": 1}, q_zero={"d0_0": 0}, q_empty={"y": 1})
+    depths = [0, 1, 2, 3, 5, 8, 13, 21, 34, 60]
+    expected = []
+    for depth in depths:
+        judged = {qid: ranking for qid, ranking in first.items() if qid in qrels}
+        per_query = evaluate_run(rerank_to_depth(judged, neural, depth), qrels, [measure], 1)
+        expected.append(float(aggregate(per_query)["value"].iloc[0]))
+    best, table = tune_depth(first, neural, qrels, depths, measure)
+    assert table["value"].tolist() == expected  # bit for bit: the same means, so the same best depth
+    assert best == depths[max(range(len(depths)), key=lambda i: (expected[i], -i))]
+    with pytest.raises(StudyError, match=r"query q0: candidate d0_\d+ \(top \d+\) has no neural score"):
+        tune_depth(first, {**neural, "q0": neural["q0"][:-1]}, qrels, depths, measure)
+
+
 def test_ensemble_averages_scores():
     a = {"q1": [("x", 1.0), ("y", 2.0)], "q2": [("z", 1.0)]}
     b = {"q1": [("y", 0.0), ("x", 3.0)], "q2": [("z", 3.0)]}
