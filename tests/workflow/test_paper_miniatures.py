@@ -37,12 +37,13 @@ MINIATURES = {"tk": dict(datasets=("msmarco-passage", "msmarco-document"), glove
 # paper configs without a miniature yet; a new paper config must come with one
 NOT_YET: set[str] = set()
 # the keys a miniature may set (patterns; * one name): sizes, threads and the device, never a run, model kind,
-# table or claim (Choppy's: its epochs and BiCut's width; the d x heads grid of Fig. 2 and the repeats stay)
+# table or claim (Choppy's: its epochs, BiCut's width and the lists' length it reads; the d x heads grid of Fig. 2
+# and the repeats stay)
 SIZE_KEYS = ("first_stage.threads", "first_stage.systems.*.device", "first_stage.systems.*.batch_size",
              "neural.threads", "neural.device", "neural.training", "neural.examples", "neural.rerank.batch_size",
              "neural.efficiency.setup", "neural.efficiency.models.*.batch", "neural.embeddings.*.bucket",
-             "neural.runs.*.training.max_steps", "choppy.device", "choppy.model.epochs", "choppy.model_by_metric.*.epochs", "choppy.bicut.epochs",
-             "choppy.bicut.hidden")
+             "neural.runs.*.training.max_steps", "choppy.n", "choppy.device", "choppy.model.epochs",
+             "choppy.model_by_metric.*.epochs", "choppy.bicut.epochs", "choppy.bicut.hidden")
 
 
 def miniature(name: str) -> Path:
