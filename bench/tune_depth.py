@@ -4,8 +4,8 @@ each query's distinct top lists, side by side in one run:
     python bench/tune_depth.py [--queries 500] [--candidates 1000] [--depths 1 1000 10] [--measure RR@10]
                                [--out bench/results/tune_depth.md]
 
-"every depth" evaluates ``rerank_to_depth``'s whole run at each depth (tune_depth's path for a measure without a
-cutoff, and its only path before); "distinct top lists" is tune_depth for a measure with a cutoff. Made-up lists
+"every depth" evaluates ``rerank_to_depth``'s whole run at each depth (``runs.means_at_every_depth``: tune_depth's
+path for a measure without a cutoff, and its only path before); "distinct top lists" is tune_depth for a measure with a cutoff. Made-up lists
 (no dataset needed): each query has ``--candidates`` first-stage candidates with random neural scores and one
 relevant candidate, as MS MARCO's sparse judgments. The two tables must be equal, bit for bit.
 """
@@ -20,13 +20,7 @@ from datetime import date
 from pathlib import Path
 
 from rankstudy.cpu_isa import cpu_model
-from rankstudy.evaluate import aggregate, evaluate_run
-from rankstudy.runs import rerank_to_depth, tune_depth
-
-
-def every_depth(first, neural, qrels, depths, measure) -> list[float]:
-    return [float(aggregate(evaluate_run(rerank_to_depth(first, neural, depth), qrels, [measure]))["value"].iloc[0])
-            for depth in depths]
+from rankstudy.runs import means_at_every_depth, tune_depth
 
 
 def main() -> None:
@@ -49,7 +43,7 @@ def main() -> None:
     _, table = tune_depth(first, neural, qrels, depths, args.measure)
     lists_seconds = time.perf_counter() - start
     start = time.perf_counter()
-    expected = every_depth(first, neural, qrels, depths, args.measure)
+    expected = means_at_every_depth(first, neural, qrels, depths, args.measure)
     every_seconds = time.perf_counter() - start
     equal = table["value"].tolist() == expected
 

@@ -64,16 +64,24 @@ def tune_depth(first_stage_run: Mapping[str, Sequence[tuple[str, float]]],
     judged = {qid: ranking for qid, ranking in first_stage_run.items() if qid in qrels}
     cutoff = parse_measures([measure], rel_threshold)[measure].params.get("cutoff")
     if cutoff is None:
-        values = []
-        for depth in depths:
-            per_query = evaluate_run(rerank_to_depth(judged, neural_run, depth), qrels, [measure], rel_threshold)
-            values.append(float(aggregate(per_query)["value"].iloc[0]) if len(per_query) else 0.0)
+        values = means_at_every_depth(judged, neural_run, qrels, depths, measure, rel_threshold)
     else:
         values = _means_at_cutoff(judged, neural_run, qrels, depths, measure, rel_threshold, cutoff)
     table = pd.DataFrame({"depth": depths, "value": values})
     best = depths[max(range(len(depths)), key=lambda i: (values[i], -i))]
     log.info("best re-ranking depth for %s: %d (%.4f)", measure, best, max(values))
     return best, table
+
+
+def means_at_every_depth(judged: Mapping[str, Sequence[tuple[str, float]]],
+                         neural_run: Mapping[str, Sequence[tuple[str, float]]], qrels: Qrels, depths: Sequence[int],
+                         measure: str, rel_threshold: int = 1) -> list[float]:
+    """``tune_depth``'s mean per depth the direct way: ``rerank_to_depth``'s whole run evaluated at each depth."""
+    values = []
+    for depth in depths:
+        per_query = evaluate_run(rerank_to_depth(judged, neural_run, depth), qrels, [measure], rel_threshold)
+        values.append(float(aggregate(per_query)["value"].iloc[0]) if len(per_query) else 0.0)
+    return values
 
 
 def _top_lists(qid: str, ranking: Sequence[tuple[str, float]], neural: Mapping[str, float], depths: Sequence[int],

@@ -129,9 +129,9 @@ def test_tune_depth_at_a_cutoff_equals_evaluating_every_depth(measure):
              for qid, ranking in first.items()}
     qrels.update(q_missing={"x": 1}, q_zero={"d0_0": 0}, q_empty={"y": 1})
     depths = [0, 1, 2, 3, 5, 8, 13, 21, 34, 60]
+    judged = {qid: ranking for qid, ranking in first.items() if qid in qrels}
     expected = []
     for depth in depths:
-        judged = {qid: ranking for qid, ranking in first.items() if qid in qrels}
         per_query = evaluate_run(rerank_to_depth(judged, neural, depth), qrels, [measure], 1)
         expected.append(float(aggregate(per_query)["value"].iloc[0]))
     best, table = tune_depth(first, neural, qrels, depths, measure)
