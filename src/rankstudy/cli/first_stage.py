@@ -78,7 +78,7 @@ def _official_candidates(args: argparse.Namespace) -> None:
     else:
         from rankstudy.datasets.irds import official_candidates
 
-        run = official_candidates(args.ids, set(qids), args.hits)
+        run = official_candidates(args.ids, qids, args.hits)  # the queries file's order, not a set's
     write_run(args.out, run, args.tag)
 
 

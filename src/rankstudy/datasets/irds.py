@@ -36,7 +36,7 @@ import os
 import re
 import sys
 from pathlib import Path
-from typing import Any, Iterator, Mapping
+from typing import Any, Iterable, Iterator, Mapping
 
 from tqdm import tqdm
 
@@ -192,10 +192,11 @@ def export(name: str, settings: Mapping[str, Any], out: Path) -> None:
         log.info("%s: %d documents from %s", name, count, config.docs)
 
 
-def official_candidates(dataset_ids: str | list[str], qids: set[str], hits: int) -> dict[str, list[tuple[str, float]]]:
+def official_candidates(dataset_ids: str | list[str], qids: Iterable[str], hits: int) -> dict[str, list[tuple[str, float]]]:
     """A split's own candidate lists (ir_datasets ``scoreddocs``, e.g. TREC DL's official top 1,000): the
-    top ``hits`` of each query in ``qids`` by score (ties in file order), from one id or the union of several.
-    A query of ``qids`` without candidates gets an empty list (logged)."""
+    top ``hits`` of each query in ``qids`` by score (ties in file order), from one id or the union of several,
+    the queries in the order of ``qids`` (a set's order changes from process to process, and the run's bytes
+    with it). A query of ``qids`` without candidates gets an empty list (logged)."""
     ids = _id_list(dataset_ids, "official candidates")
     run: dict[str, list[tuple[str, float]]] = {qid: [] for qid in qids}
     for dataset_id in ids:

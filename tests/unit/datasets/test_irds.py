@@ -171,6 +171,19 @@ def test_official_candidates_are_the_splits_own_lists(tmp_path, caplog):
     (tmp_path / "none.tsv").write_text("q7\tseventh\n")
     assert cli.main(args[:4] + ["--queries", str(tmp_path / "none.tsv")] + args[6:]) != 0
     assert irds.official_candidates(first, {"q1"}, 1) == {"q1": [("d2", 3.0)]}
+
+
+def test_official_candidates_keep_the_queries_files_order(tmp_path):
+    """The run's bytes are the same in every process: its queries in the queries file's order (they followed a set's
+    order, which string hashing changes from process to process: a Slurm run differed from the local one)."""
+    from rankstudy import cli
+
+    qids = [f"q{number}" for number in (17, 3, 25, 8, 11, 30, 1, 22, 14, 5, 27, 19, 2, 9, 24, 13, 6, 29, 16, 21)]
+    dataset_id = register_scoreddocs(tmp_path, "".join(f"{qid} Q0 d1 1 1.0 bm25\n" for qid in sorted(qids)))
+    (tmp_path / "q.tsv").write_text("".join(f"{qid}\ttext\n" for qid in qids))
+    assert cli.main(["official-candidates", "--ids", dataset_id, "--queries", str(tmp_path / "q.tsv"), "--hits", "1",
+                     "--out", str(tmp_path / "official.run"), "--tag", "official"]) == 0
+    assert [line.split()[0] for line in (tmp_path / "official.run").read_text().splitlines()] == qids
     with pytest.raises(StudyError, match="provides no scoreddocs"):
         irds.official_candidates(register(tmp_path / "c")[0], {"q1"}, 10)
 
