@@ -16,7 +16,6 @@ import json
 import re
 import subprocess
 import sys
-import time
 from collections import Counter
 from pathlib import Path
 
@@ -25,7 +24,7 @@ import pytest
 import yaml
 
 from helpers import REPO, config_file
-from paper_miniature import ROBUST04_NO_RELEVANT, bert_directory, irds_home, prepare
+from paper_miniature import ROBUST04_NO_RELEVANT, bert_directory, irds_home
 from test_paper_configs import CLOSED_PORT, parse_jobs
 from test_workflow import BIN, ENV, workflow_copy
 
@@ -181,18 +180,13 @@ def _own_rows(name: str) -> set[tuple[str, str]]:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(MINIATURES))
-def test_the_miniature_runs_end_to_end(tmp_path, name):
-    work = workflow_copy(tmp_path)
-    home = tmp_path / "ir_datasets_home"
-    prepare(work, home, **MINIATURES[name])
-    env = offline_env(home)
-    start = time.perf_counter()
-    result = snakemake(work, env, "--cores", "2", *configfiles(name), timeout=3600)
-    print(f"miniature of config/paper/{name}.yaml: {time.perf_counter() - start:.0f} s")
-    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-5000:]
+def test_the_miniature_runs_end_to_end(paper_miniature_run, name):
+    run = paper_miniature_run(name)  # every job succeeded (conftest.py)
+    work, env = run.work, run.env
+    print(f"miniature of config/paper/{name}.yaml: {run.seconds:.0f} s")
     # the jobs as the run announced them (the same blocks as a dry run's, on stderr): no second DAG build
-    jobs = parse_jobs(result.stderr)
-    assert len(jobs) == int(re.search(r"^total\s+(\d+)$", result.stderr, re.MULTILINE).group(1))
+    jobs = parse_jobs(run.stderr)
+    assert len(jobs) == int(re.search(r"^total\s+(\d+)$", run.stderr, re.MULTILINE).group(1))
     outputs = {path for job in jobs for path in job.outputs}
     missing = sorted(path for path in outputs if not (work / path).exists())
     assert not missing, missing[:20]

@@ -31,6 +31,25 @@ def workflow_copy(tmp_path: Path) -> Path:
     return work
 
 
+# files whose content does not depend on where or when a job ran (efficiency.csv and tk_table2, which holds its
+# docs/ms column, are timings): a run resumed after kills or run through Slurm must equal a local run in these
+DETERMINISTIC = ["data/**/*", "runs/**/*.run", "runs/**/*.json", "results/metrics/**/*.csv",
+                 "results/tables/first_stage.csv", "results/tables/tk_table3_4.csv",
+                 "results/tables/choppy_table1.csv", "results/choppy/**/*.csv"]
+
+
+def assert_same_deterministic_files(reference: Path, work: Path, context=None) -> int:
+    """Every DETERMINISTIC file that both directories hold is byte-identical; returns how many were compared."""
+    compared = 0
+    for pattern in DETERMINISTIC:
+        for expected in sorted(reference.glob(pattern)):
+            relative = expected.relative_to(reference)
+            if expected.is_file() and (work / relative).exists():
+                assert (work / relative).read_bytes() == expected.read_bytes(), (relative, context)
+                compared += 1
+    return compared
+
+
 def local_dataset_config(work: Path, tmp_path: Path, name: str, qrels: str) -> Path:
     """A two-document local dataset ``name`` and ``work/{name}.yaml`` that runs only it."""
     local = tmp_path / name
