@@ -13,6 +13,7 @@ from test_paper_miniatures import MINIATURES, configfiles, offline_env
 from test_paper_miniatures import snakemake as offline_snakemake
 from test_workflow import snakemake, workflow_copy
 
+
 @pytest.fixture(scope="session")
 def tiny_study(tmp_path_factory):
     """The small test configuration (tests/config/tiny.yaml) run once per session, locally, in a fresh

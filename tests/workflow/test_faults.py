@@ -1,10 +1,10 @@
 """A study killed at any moment resumes to the same results (issue 43).
 
-Part of the tiny study (TARGETS) runs in a fresh copy while its whole process tree is
-SIGKILLed, as a power cut would stop it: once in the middle of the index job, the training job and the report
+Part of the tiny study (TARGETS) runs in a fresh copy while its whole process tree is SIGKILLed, as a
+power cut would stop it: once in the middle of the index job, the training job and the report
 job, and at seeded random moments. After each kill `snakemake --unlock` (the lock outlives its process) and
 `snakemake --rerun-incomplete` run again until it completes. The files then equal the uninterrupted tiny
-study's byte for byte (conftest.DETERMINISTIC: timings are the only files left out), and
+study's byte for byte (test_workflow.DETERMINISTIC: timings are the only files left out), and
 no temporary is left. A second `snakemake` started while one runs is refused with Snakemake's lock message.
 """
 
