@@ -20,7 +20,9 @@ and took 26 CPU-seconds of its 26 quiet ones measured with ``/usr/bin/time``). `
 Snakemake log instead: its elapsed time, how long fewer jobs ran than there are cores and the idle
 core-minutes (what better packing could still win), and its critical path: the chain of jobs, each
 reading an output of the one before, with the longest sum of wall times (no number of cores runs the
-study faster than that chain; shortening a job off it does not shorten the run).
+study faster than that chain; shortening a job off it does not shorten the run). ``--models`` reads the
+trainings' ``log.csv`` files: the share of each training's time after its best validation (without a
+learning-rate schedule, a budget cut at the best step keeps the same best checkpoint).
 """
 
 from __future__ import annotations
@@ -160,6 +162,37 @@ def critical_path(jobs: list[LoggedJob]) -> list[LoggedJob]:
     return max(longest.values(), key=lambda found: found[0])[1]
 
 
+@dataclass
+class Training:
+    name: str  # dataset/run/seedN
+    seconds: float  # the train job's wall time
+    steps: int
+    best_step: int
+
+    @property
+    def after_best(self) -> float:
+        """Seconds after the best validation (steps cost alike)."""
+        return self.seconds * (self.steps - self.best_step) / self.steps if self.steps else 0.0
+
+
+def trainings(models: Path, benchmarks: Path) -> list[Training]:
+    """Every training under ``models`` (DATASET/MODEL/RUN/seedN/log.csv) with a benchmark file: its steps and
+    best step (the first trained row with the highest metric; step 0 is the untrained model, never chosen)."""
+    found = []
+    for log in sorted(models.glob("*/*/*/seed*/log.csv")):
+        dataset, model, run, seed = log.parts[-5:-1]
+        bench = benchmarks / "train" / dataset / f"{model}.{run}.s{seed.removeprefix('seed')}.tsv"
+        with log.open() as handle:
+            rows = [row for row in csv.DictReader(handle) if int(row["step"]) > 0]
+        if not rows or not bench.is_file():
+            continue
+        best = max(rows, key=lambda row: float(row["metric"]))  # the first of equal maxima, as training keeps
+        with bench.open() as handle:
+            seconds = float(list(csv.DictReader(handle, delimiter="\t"))[-1]["s"])
+        found.append(Training(f"{dataset}/{run}/{seed}", seconds, int(rows[-1]["step"]), int(best["step"])))
+    return found
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--config", default="config/config.yaml")
@@ -167,6 +200,7 @@ def main() -> None:
     parser.add_argument("--out", default="bench/results/study_time.md")
     parser.add_argument("--log", type=Path, help="a run's .snakemake/log/*.snakemake.log: elapsed time, idle cores")
     parser.add_argument("--cores", type=int, default=2, help="the cores that run gave Snakemake")
+    parser.add_argument("--models", type=Path, help="the run's models/ folder: training time after the best step")
     args = parser.parse_args()
     config = yaml.safe_load(Path(args.config).read_text())
     papers, socialformer_texts = run_papers(config), study_encoder_texts(config)
@@ -213,6 +247,13 @@ def main() -> None:
                   f"Critical path ({sum(job.seconds for job in path) / 60:.1f} minutes, {len(path)} jobs, each "
                   "reading an output of the one before):", "", "| job | min |", "|---|---:|"]
         lines += [f"| {job.name} | {job.seconds / 60:.1f} |" for job in path]
+    if args.models:
+        trained = trainings(args.models, root)
+        lines += ["", f"Training: {sum(t.seconds for t in trained) / 60:.1f} minutes in {len(trained)} jobs, "
+                  f"{sum(t.after_best for t in trained) / 60:.1f} of them after the best validation:", "",
+                  "| training | min | steps | best step | min after it |", "|---|---:|---:|---:|---:|"]
+        lines += [f"| {t.name} | {t.seconds / 60:.1f} | {t.steps} | {t.best_step} | {t.after_best / 60:.1f} |"
+                  for t in sorted(trained, key=lambda t: -t.after_best) if t.after_best > 0]
     missing = sorted(name for name in papers if name not in seen_runs)
     lines += ["", "Runs without any benchmark file (not run yet): " + (", ".join(missing) or "none") + ".",
               f"Left out: {len(stale)} files of runs the config no longer has" + (f" ({', '.join(stale)})." if stale else ".")]

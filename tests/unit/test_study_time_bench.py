@@ -54,3 +54,24 @@ def test_a_log_without_finished_jobs_is_refused(tmp_path):
     empty.write_text("Building DAG of jobs...\n")
     with pytest.raises(SystemExit, match="no finished job found"):
         study_time.log_jobs(empty)
+
+
+def test_training_time_after_the_best_validation(tmp_path):
+    """A training's time after its best validation: the first of equal best metrics, never the untrained step 0."""
+    def training(run: str, seconds: float, log: str) -> None:
+        folder = tmp_path / "models" / "d" / "tk" / run / "seed42"
+        folder.mkdir(parents=True)
+        (folder / "log.csv").write_text("step,loss,metric,best\n" + log)
+        bench = tmp_path / "benchmarks" / "train" / "d" / f"tk.{run}.s42.tsv"
+        bench.parent.mkdir(parents=True, exist_ok=True)
+        bench.write_text(f"s\th:m:s\tcpu_time\n{seconds}\t0:01:40\t90\n")
+
+    training("peaks", 100.0, "0,nan,0.9,nan\n250,0.5,0.3,0.3\n500,0.4,0.4,0.4\n750,0.3,0.4,0.4\n1000,0.2,0.2,0.4\n")
+    training("last", 60.0, "0,nan,0.1,nan\n250,0.5,0.2,0.2\n500,0.4,0.3,0.3\n")
+    (tmp_path / "models" / "d" / "tk" / "unbenchmarked" / "seed42").mkdir(parents=True)
+    (tmp_path / "models" / "d" / "tk" / "unbenchmarked" / "seed42" / "log.csv").write_text("step,loss,metric,best\n")
+    found = {t.name: t for t in study_time.trainings(tmp_path / "models", tmp_path / "benchmarks")}
+    assert sorted(found) == ["d/last/seed42", "d/peaks/seed42"]
+    assert (found["d/peaks/seed42"].steps, found["d/peaks/seed42"].best_step) == (1000, 500)
+    assert found["d/peaks/seed42"].after_best == 50.0
+    assert (found["d/last/seed42"].best_step, found["d/last/seed42"].after_best) == (500, 0.0)
