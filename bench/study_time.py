@@ -172,7 +172,7 @@ class Training:
     @property
     def after_best(self) -> float:
         """Seconds after the best validation (steps cost alike)."""
-        return self.seconds * (self.steps - self.best_step) / self.steps if self.steps else 0.0
+        return self.seconds * (self.steps - self.best_step) / self.steps
 
 
 def trainings(models: Path, benchmarks: Path) -> list[Training]:

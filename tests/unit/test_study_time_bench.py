@@ -68,8 +68,8 @@ def test_training_time_after_the_best_validation(tmp_path):
 
     training("peaks", 100.0, "0,nan,0.9,nan\n250,0.5,0.3,0.3\n500,0.4,0.4,0.4\n750,0.3,0.4,0.4\n1000,0.2,0.2,0.4\n")
     training("last", 60.0, "0,nan,0.1,nan\n250,0.5,0.2,0.2\n500,0.4,0.3,0.3\n")
-    (tmp_path / "models" / "d" / "tk" / "unbenchmarked" / "seed42").mkdir(parents=True)
-    (tmp_path / "models" / "d" / "tk" / "unbenchmarked" / "seed42" / "log.csv").write_text("step,loss,metric,best\n")
+    training("unbenchmarked", 10.0, "0,nan,0.1,nan\n250,0.5,0.2,0.2\n")
+    (tmp_path / "benchmarks" / "train" / "d" / "tk.unbenchmarked.s42.tsv").unlink()
     found = {t.name: t for t in study_time.trainings(tmp_path / "models", tmp_path / "benchmarks")}
     assert sorted(found) == ["d/last/seed42", "d/peaks/seed42"]
     assert (found["d/peaks/seed42"].steps, found["d/peaks/seed42"].best_step) == (1000, 500)

@@ -171,6 +171,8 @@ def test_official_candidates_are_the_splits_own_lists(tmp_path, caplog):
     (tmp_path / "none.tsv").write_text("q7\tseventh\n")
     assert cli.main(args[:4] + ["--queries", str(tmp_path / "none.tsv")] + args[6:]) != 0
     assert irds.official_candidates(first, {"q1"}, 1) == {"q1": [("d2", 3.0)]}
+    with pytest.raises(StudyError, match="provides no scoreddocs"):
+        irds.official_candidates(register(tmp_path / "c")[0], {"q1"}, 10)
 
 
 def test_official_candidates_keep_the_queries_files_order(tmp_path):
@@ -184,8 +186,6 @@ def test_official_candidates_keep_the_queries_files_order(tmp_path):
     assert cli.main(["official-candidates", "--ids", dataset_id, "--queries", str(tmp_path / "q.tsv"), "--hits", "1",
                      "--out", str(tmp_path / "official.run"), "--tag", "official"]) == 0
     assert [line.split()[0] for line in (tmp_path / "official.run").read_text().splitlines()] == qids
-    with pytest.raises(StudyError, match="provides no scoreddocs"):
-        irds.official_candidates(register(tmp_path / "c")[0], {"q1"}, 10)
 
 
 def test_official_candidates_without_scores_keep_the_files_order(tmp_path, caplog):
