@@ -8,8 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from paper_miniature import prepare
-from test_paper_miniatures import MINIATURES, configfiles, offline_env
+from test_paper_miniatures import configfiles, miniature_workflow
 from test_paper_miniatures import snakemake as offline_snakemake
 from test_workflow import snakemake, workflow_copy
 
@@ -42,10 +41,7 @@ def paper_miniature_run(tmp_path_factory):
 
     def run(name: str) -> MiniatureRun:
         if name not in runs:
-            tmp = tmp_path_factory.mktemp(f"miniature-{name}")
-            work = workflow_copy(tmp)
-            prepare(work, tmp / "ir_datasets_home", **MINIATURES[name])
-            env = offline_env(tmp / "ir_datasets_home")
+            work, env = miniature_workflow(tmp_path_factory.mktemp(f"miniature-{name}"), name)
             start = time.perf_counter()
             result = offline_snakemake(work, env, "--cores", "2", *configfiles(name), timeout=3600)
             assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-5000:]

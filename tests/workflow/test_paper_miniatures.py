@@ -24,7 +24,7 @@ import pytest
 import yaml
 
 from helpers import REPO, config_file
-from paper_miniature import ROBUST04_NO_RELEVANT, bert_directory, irds_home
+from paper_miniature import ROBUST04_NO_RELEVANT, bert_directory, irds_home, prepare
 from test_paper_configs import CLOSED_PORT, parse_jobs
 from test_workflow import BIN, ENV, workflow_copy
 
@@ -70,6 +70,14 @@ def offline_env(home: Path) -> dict[str, str]:
     return dict(ENV, IR_DATASETS_HOME=str(home), HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1",
                 HTTP_PROXY=CLOSED_PORT, HTTPS_PROXY=CLOSED_PORT, ALL_PROXY=CLOSED_PORT,
                 http_proxy=CLOSED_PORT, https_proxy=CLOSED_PORT, all_proxy=CLOSED_PORT)
+
+
+def miniature_workflow(tmp: Path, name: str) -> tuple[Path, dict[str, str]]:
+    """A fresh workflow copy under ``tmp`` with the miniature inputs of paper config ``name``, and its offline
+    environment."""
+    work = workflow_copy(tmp)
+    prepare(work, tmp / "ir_datasets_home", **MINIATURES[name])
+    return work, offline_env(tmp / "ir_datasets_home")
 
 
 def snakemake(work: Path, env: dict[str, str], *args: str, timeout: int = 300) -> subprocess.CompletedProcess:

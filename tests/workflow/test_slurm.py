@@ -16,9 +16,8 @@ import pandas as pd
 import pytest
 
 from helpers import REPO
-from paper_miniature import prepare
-from test_paper_miniatures import MINIATURES, configfiles, offline_env
-from test_workflow import BIN, ENV, assert_same_deterministic_files, workflow_copy
+from test_paper_miniatures import configfiles, miniature_workflow
+from test_workflow import BIN, ENV, assert_same_deterministic_files
 
 pytestmark = [pytest.mark.slow, pytest.mark.slurm]
 
@@ -107,10 +106,8 @@ def test_a_failing_rule_is_reported_as_failed(slurm_cluster, tmp_path):
 def test_a_paper_configs_miniature_runs_through_slurm_to_the_local_runs_bytes(slurm_cluster, paper_miniature_run,
                                                                             tmp_path):
     local = paper_miniature_run(PAPER_MINIATURE)
-    work = workflow_copy(tmp_path)
-    home = tmp_path / "ir_datasets_home"
-    prepare(work, home, **MINIATURES[PAPER_MINIATURE])
-    env = offline_env(home) | {"SLURM_TEST_DIR": slurm_cluster["SLURM_TEST_DIR"]}
+    work, env = miniature_workflow(tmp_path, PAPER_MINIATURE)
+    env = env | {"SLURM_TEST_DIR": slurm_cluster["SLURM_TEST_DIR"]}
     env.pop("SLURM_CONF", None)
     arguments = [*PAPER_TARGETS, *configfiles(PAPER_MINIATURE)]
     result = slurm_snakemake(work, env, *arguments)
