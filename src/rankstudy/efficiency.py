@@ -1,8 +1,10 @@
 """Re-ranking throughput (documents/ms), training speed (steps/s) and peak memory of the models,
 side by side in one run.
 
-Each model is measured in a fresh process (``multiprocessing`` spawn), so the peak resident
-memory of one does not hide another's: batches of ``batch`` documents of ``doc_length`` tokens
+Each model is measured in a fresh process, so the peak resident memory of one does not hide another's: a
+``multiprocessing`` forkserver imports torch and the models once, and forks one process per model from it (a
+spawned process per model paid the imports each time: ~3 s of CPU a model, ~8 with transformers;
+bench/results/efficiency_processes.md): batches of ``batch`` documents of ``doc_length`` tokens
 against one query of ``query_length`` tokens (the re-ranking setting), median over ``repeats``
 timed forward passes after a warm-up, in inference mode. On CUDA, the peak memory is
 ``torch.cuda.max_memory_allocated``; on CPU, the process's peak RSS above its RSS once torch is
@@ -48,6 +50,10 @@ log = logging.getLogger(__name__)
 # a model entry may measure at its own settings
 SETUP_OVERRIDES = ("batch", "doc_length", "train_batch", "repeats", "dim")
 MEASUREMENT_KEYS = (*SETUP_OVERRIDES, "random_encoder")  # an entry's keys that are not its model's config
+# what each measurement process needs, imported once by the forkserver it forks from (BERT's module only when an
+# encoder model is measured: it costs ~5 s to import)
+PRELOAD = ["torch", "rankstudy.models", "rankstudy.efficiency"]
+BERT_MODULE = "transformers.models.bert.modeling_bert"
 
 
 @dataclass
@@ -174,12 +180,17 @@ def training_step_seconds(model, query, rng, setup: Mapping[str, Any], device, p
 
 
 def measure_models(models: Mapping[str, Mapping[str, Any]], setup: Mapping[str, Any],
-                   devices: list[str] | None = None) -> pd.DataFrame:
-    """One row per model and device (default: CPU always, CUDA too when available)."""
+                   devices: list[str] | None = None, start_method: str = "forkserver") -> pd.DataFrame:
+    """One row per model and device (default: CPU always, CUDA too when available); ``start_method``: how each
+    model's process starts (``spawn``: without the preloaded imports, bench/efficiency_processes.py)."""
     import torch
 
     devices = devices or ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
-    context = multiprocessing.get_context("spawn")
+    context = multiprocessing.get_context(start_method)
+    if start_method == "forkserver":
+        # the server only imports (no torch op, no thread pool, no CUDA context): each fork starts clean
+        encoders = any(encoder_of(settings) for settings in models.values())
+        context.set_forkserver_preload(PRELOAD + [BERT_MODULE] * encoders)
     rows = []
     with tempfile.TemporaryDirectory() as scratch:
         models = {name: _with_random_encoder(settings, Path(scratch) / name) for name, settings in models.items()}
