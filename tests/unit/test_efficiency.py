@@ -60,7 +60,7 @@ def test_an_encoder_with_a_vocabulary_smaller_than_the_setups_is_measured_on_its
     assert token_range(torch.nn.Linear(2, 2), 50) == 50  # a model without an encoder: the setup's range
 
 
-def test_each_model_has_its_own_peak_memory_the_imports_left_out():
+def test_each_model_has_its_own_peak_memory():
     """One process per model, forked from a server that only imported: a large model's peak does not carry over
     into the small one's measured after it."""
     large = {"model": "knrm", "dim": 500_000}  # 50 words x 500,000: 100 MB of embeddings
