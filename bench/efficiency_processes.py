@@ -3,7 +3,9 @@ and transformers for an encoder model) against one fork per model from a forkser
 (rankstudy.efficiency.measure_models). The tiny test study's efficiency section (tests/config/tiny.yaml), each start
 method ``--rounds`` times, alternating; reports the wall time of each whole measurement and each model's numbers.
 
-    python bench/efficiency_processes.py [--rounds 2] [--out bench/results/efficiency_processes.md]
+    python bench/efficiency_processes.py [--rounds 2] [--out FILE]
+
+(bench/results/efficiency_processes.md holds its 2026-12-02 table, with notes below it that --out would overwrite.)
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ REPO = Path(__file__).resolve().parents[1]
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=2)
-    parser.add_argument("--out", type=Path, default=REPO / "bench" / "results" / "efficiency_processes.md")
+    parser.add_argument("--out", type=Path, help="also write the table here")
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING)
     efficiency = yaml.safe_load((REPO / "tests" / "config" / "tiny.yaml").read_text())["neural"]["efficiency"]
@@ -48,7 +50,8 @@ def main() -> None:
               for model in spawn.index]
     text = "\n".join(lines) + "\n"
     print(text)
-    args.out.write_text(text)
+    if args.out:
+        args.out.write_text(text)
 
 
 if __name__ == "__main__":
