@@ -3,6 +3,8 @@ random BERT of the named size, so a machine without bert-base-uncased measures b
 
 from __future__ import annotations
 
+import numpy as np
+
 from rankstudy.efficiency import RandomEncoder, measure_models
 
 SETUP = {"batch": 2, "doc_length": 12, "query_length": 3, "dim": 8, "vocab": 50, "repeats": 1, "threads": 1,
@@ -67,3 +69,14 @@ def test_each_model_has_its_own_peak_memory():
     table = measure_models({"large": large, "small": {"model": "knrm"}}, SETUP, ["cpu"]).set_index("model")
     assert table.loc["large", "peak_memory_mb"] > 90
     assert table.loc["small", "peak_memory_mb"] < 60
+
+
+def test_anonymous_peak_counts_memory_freed_before_it_is_read():
+    from rankstudy.efficiency import anonymous_peak_mb, anonymous_rss_mb, reset_peak_rss
+
+    reset_peak_rss()
+    before = anonymous_rss_mb()
+    block = np.ones(50 * 2**20 // 8)  # 50 MB, returned to the system when deleted
+    del block
+    assert anonymous_rss_mb() - before < 10
+    assert 49 < anonymous_peak_mb() - before < 60
