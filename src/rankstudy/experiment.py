@@ -10,7 +10,7 @@ import json
 import logging
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 import torch
@@ -199,20 +199,22 @@ def _scoring_model(model_dir: Path, embeddings: Path, device: str, threads: int,
     return (*load_trained(model_dir, embeddings, resolved), resolved)
 
 
-def rerank_run(model_dir: Path, embeddings: Path, queries: Path, documents: Path, candidates: Path, out: Path,
+def rerank_run(model_dir: Path, embeddings: Path, documents: Path, splits: Sequence[tuple[Path, Path, Path]],
                tag: str, depth: int, batch_size: int, device: str = "auto", threads: int = 1,
                precision: str = "fp32") -> None:
-    """Score the top ``depth`` candidates of every query with a trained model, at the lengths it was
-    trained at and at ``precision`` (``rankstudy.precision``); write a TREC run (the neural order on top, the
-    rest of the candidates after it)."""
-    model, spec, resolved = _scoring_model(model_dir, embeddings, device, threads, queries, documents)
-    first_stage = formats.read_run(candidates)
-    scored = score_candidates(model, first_stage, TokenStore(queries), TokenStore(documents),
-                              depth, batch_size, spec.max_query_length, spec.max_doc_length, resolved,
-                              precision=precision)
-    # candidates below ``depth`` follow in first-stage order, so every run ranks the same candidates
-    formats.write_run(out, rerank_to_depth(first_stage, scored, depth), tag)
-    log.info("re-ranked %d queries (top %d) with %s -> %s", len(scored), depth, model_dir, out)
+    """For each split's (queries, candidates, out): score the top ``depth`` candidates of every query with a trained
+    model, at the lengths it was trained at and at ``precision`` (``rankstudy.precision``); write a TREC run (the
+    neural order on top, the rest of the candidates after it). The model and the collection load once for all."""
+    model, spec, resolved = _scoring_model(model_dir, embeddings, device, threads,
+                                           *(queries for queries, _, _ in splits), documents)
+    document_store = TokenStore(documents)
+    for queries, candidates, out in splits:
+        first_stage = formats.read_run(candidates)
+        scored = score_candidates(model, first_stage, TokenStore(queries), document_store, depth, batch_size,
+                                  spec.max_query_length, spec.max_doc_length, resolved, precision=precision)
+        # candidates below ``depth`` follow in first-stage order, so every run ranks the same candidates
+        formats.write_run(out, rerank_to_depth(first_stage, scored, depth), tag)
+        log.info("re-ranked %d queries (top %d) with %s -> %s", len(scored), depth, model_dir, out)
 
 
 def write_regions(model_dir: Path, embeddings: Path, queries: Path, documents: Path, run: Path, out: Path,

@@ -22,12 +22,14 @@ def subcommand(name: str, help_text: str) -> Callable[[AddArguments], AddArgumen
     return register
 
 
-def scoring_arguments(parser: argparse.ArgumentParser, batch_size: int) -> None:
+def scoring_arguments(parser: argparse.ArgumentParser, batch_size: int, several_queries: bool = False) -> None:
     """What every command that scores with a trained model needs: the model, its inputs, and how to run it
-    (the lengths come from the model's directory: ``experiment.InputSpec``)."""
+    (the lengths come from the model's directory: ``experiment.InputSpec``). ``several_queries``: --queries takes
+    one token store or more (a command that scores several splits with the model it loaded once)."""
     parser.add_argument("--model-dir", required=True)
     parser.add_argument("--embeddings", required=True)
-    parser.add_argument("--queries", required=True, help="token store of the queries")
+    parser.add_argument("--queries", required=True, nargs="+" if several_queries else None,
+                        help="token store(s) of the queries")
     parser.add_argument("--documents", required=True, help="token store of the collection")
     parser.add_argument("--batch-size", type=int, default=batch_size)
     parser.add_argument("--device", default="auto")

@@ -10,7 +10,7 @@ import pytest
 import torch
 from torch import nn
 
-from helpers import FakeStore
+from helpers import FakeStore, train_here, write_training_inputs
 from rankstudy import cli
 from rankstudy.errors import StudyError
 from rankstudy.formats import read_qrels, read_run, write_qrels, write_run
@@ -220,6 +220,30 @@ def test_cli_commands(tmp_path):
     assert cli.main(["ensemble", "--runs", str(tmp_path / "first.run"), str(tmp_path / "short.run"),
                      "--out", str(tmp_path / "bad.run"), "--tag", "x"]) == 2
     assert not (tmp_path / "bad.run").exists()
+
+
+def test_rerank_scores_several_splits_with_the_model_loaded_once(tmp_path, capsys):
+    """rerank with two (queries, candidates, out) triples writes the runs that two one-split calls write (the
+    workflow re-ranks a run's dev and test in one job)."""
+    data = write_training_inputs(tmp_path)
+    train_here(data, data / "model")
+    dev = read_run(data / "dev.run")
+    write_run(data / "test.run", {qid: ranking[::-1] for qid, ranking in list(dev.items())[:3]}, "bm25")
+    model = ["rerank", "--model-dir", str(data / "model"), "--embeddings", str(data / "embeddings.npy"),
+             "--documents", str(data / "docs"), "--tag", "knrm", "--depth", "4", "--device", "cpu"]
+    for split in ("dev", "test"):
+        assert cli.main([*model, "--queries", str(data / "queries"), "--candidates", str(data / f"{split}.run"),
+                         "--out", str(tmp_path / f"one.{split}.run")]) == 0
+    assert cli.main([*model, "--queries", str(data / "queries"), str(data / "queries"), "--candidates",
+                     str(data / "dev.run"), str(data / "test.run"), "--out", str(tmp_path / "both.dev.run"),
+                     str(tmp_path / "both.test.run")]) == 0
+    for split in ("dev", "test"):
+        assert (tmp_path / f"both.{split}.run").read_bytes() == (tmp_path / f"one.{split}.run").read_bytes()
+    assert len(read_run(tmp_path / "both.test.run")) == 3
+    assert cli.main([*model, "--queries", str(data / "queries"), "--candidates", str(data / "dev.run"),
+                     str(data / "test.run"), "--out", str(tmp_path / "x.run"), str(tmp_path / "y.run")]) == 2
+    assert "one file per split each; got 1, 2 and 2" in capsys.readouterr().err
+    assert not (tmp_path / "x.run").exists()
 
 
 def test_tk_view_shows_the_best_validated_seed(tmp_path, monkeypatch):

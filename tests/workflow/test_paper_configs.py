@@ -165,7 +165,7 @@ def test_tk_lists_the_table2_runs_with_the_paper_settings(dry_runs):
     official = plan.one("official_candidates", "runs/msmarco-passage/official.test.run").shell
     assert "--ids msmarco-passage/trec-dl-2019/judged" in official and "--hits 1000" in official
     assert counts["official_candidates"] == 4
-    rerank = plan.one("rerank", "runs/msmarco-passage/tk.p1.s42.test.run")
+    rerank = plan.one("rerank_dev_test", "runs/msmarco-passage/tk.p1.s42.test.run")
     assert "runs/msmarco-passage/official.test.run" in rerank.fields["input"]
     # every depth from 1 to 1,000: the tuning can land on the notebook's d1 29, d2 60, d3 31
     assert "--depths 1 1000 1" in plan.one("tune_depth", "tk.p1.s42.depth.json").shell
@@ -201,7 +201,7 @@ def test_tk_lists_the_table2_runs_with_the_paper_settings(dry_runs):
     assert "--store text/fasttext-doc/msmarco-passage/collection --vocab text/fasttext-doc/vocab" in fasttext_doc
     glove = plan.one("embeddings", "text/glove/").json_arg("--config")
     assert glove == {"method": "glove", "dim": 300, "path": "data/glove/glove.42B.300d.txt"}
-    for rule in ("train", "rerank", "efficiency"):
+    for rule in ("train", "rerank_dev_test", "efficiency"):
         assert {job.resources.get("gpu") for job in plan.of(rule)} == {"1"}, rule
     assert "--hits 100" in plan.of("first_stage")[0].shell
     # TREC DL's passage convention: binary measures count grade >= 2 on the graded test queries only
@@ -233,7 +233,7 @@ def test_tkl_lists_table1_at_2000_and_4000_tokens_and_the_ablations(dry_runs):
                                                 "BERT[CLS] (200)", "TK (200)", "TKL (2,000)", "TKL (4,000)"]  # paper's
     # the paper re-ranks the track's official BM25 top 100, which is Table 1's BM25 row
     assert table1[0]["system"] == "official" and "runs/msmarco-document/official.test.run" in \
-        plan.one("rerank", "runs/msmarco-document/tkl.tkl-2k.s42.test.run").fields["input"]
+        plan.one("rerank_dev_test", "runs/msmarco-document/tkl.tkl-2k.s42.test.run").fields["input"]
     assert "results/tables/tkl_regions.csv" in plan.outputs  # Fig. 3's shares after word 500
     bert = plan.one("train", "/doc-bert/")
     assert bert.json_arg("--model-config") == {"encoder": "data/pretrained/bert-base-uncased"}
@@ -275,7 +275,7 @@ def test_socialformer_lists_table1_the_ablations_and_the_figures(dry_runs):
                      "max_length": 512}
     assert {job.outputs[0] for job in plan.of("dense_search")} == \
         {"runs/msmarco-document/ance.dev.run", "runs/msmarco-document/ance.test.run"}
-    rerank = plan.one("rerank", "runs/msmarco-document/socialformer.sf-node.s42.test.run")
+    rerank = plan.one("rerank_dev_test", "runs/msmarco-document/socialformer.sf-node.s42.test.run")
     assert "runs/msmarco-document/ance.test.run" in rerank.fields["input"]
     # Table 1's window of 128 (64 each side); BigBird-ITC's blocks of 64 with 3 random blocks (192 keys) per query block
     assert plan.one("train", "/sf-longformer/").json_arg("--model-config")["window"] == 64
@@ -286,7 +286,7 @@ def test_socialformer_lists_table1_the_ablations_and_the_figures(dry_runs):
     for variant, model in (("sf-firstp", "firstp"), ("sf-parade", "parade"), ("sf-longformer", "longformer"),
                            ("sf-maxp-512", "maxp"), ("sf-edge-512", "socialformer-edge")):
         assert f"runs/msmarco-document/{model}.{variant}.s42.test.run" in plan.outputs
-    assert {job.resources.get("gpu") for job in plan.of("train") + plan.of("rerank")} == {"1"}
+    assert {job.resources.get("gpu") for job in plan.of("train") + plan.of("rerank") + plan.of("rerank_dev_test")} == {"1"}
 
 
 def test_choppy_lists_the_robust04_truncation_job(dry_runs):

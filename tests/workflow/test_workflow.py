@@ -95,10 +95,11 @@ def test_dry_run_lists_the_study_jobs(tmp_path):
         # passage cross-encoder (exported as the others' encoder), node, FirstP, MaxP, PARADE, 5 ablations
         # (config/extended.yaml adds the other rows); Choppy paper: DRMM
         "train": 8 + 8 + 10 + 1, "export_encoder": 1,
-        # TK runs: (p1 x 3, p2, d1, d2 x 3, d3, knrm, conv_knrm) x dev/test; TKL runs: 8 x dev/test;
-        # Socialformer runs: 5 x dev/test, the 5 ablations on test only (splits: [test]), so they tune no depth;
-        # the ensemble p3 and p1's best-validated seed tune their own depths for their full tasks; DRMM x dev/test
-        "rerank": 22 + 16 + 15 + 2, "tune_depth": 11 + 8 + 5 + 2 + 1, "full_task": 22 + 16 + 15 + 4 + 2, "ensemble": 2,
+        # re-ranking dev and test in one job: TK runs (p1 x 3, p2, d1, d2 x 3, d3, knrm, conv_knrm), TKL runs (8),
+        # Socialformer runs (5), DRMM; the 5 Socialformer ablations re-rank test only (splits: [test]), so they
+        # tune no depth; the ensemble p3 and p1's best-validated seed tune their own depths for their full tasks
+        "rerank_dev_test": 11 + 8 + 5 + 1, "rerank": 5,
+        "tune_depth": 11 + 8 + 5 + 2 + 1, "full_task": 22 + 16 + 15 + 4 + 2, "ensemble": 2,
         "select_seed": 2, "evaluate": 18 + 46 + 32 + 30 + 6 + 4,
         "tk_table2": 1, "tk_table3_4": 1, "tk_view": 1, "efficiency": 1,
         # TKL paper: Tables 1-2, the evidence table, Figs. 1-3 (Fig. 3 from TKL's regions)
@@ -111,7 +112,7 @@ def test_dry_run_lists_the_study_jobs(tmp_path):
         # the claims scoreboard, the reproduction report (synthetic data: not comparable), the
         # expected-results check (docs/claims.md) and the learning audit of every trained run
         "claims": 1, "reproduction": 1, "check_expected": 1, "learning_audit": 1,
-        "all": 1, "total": 398,
+        "all": 1, "total": 373,
     }
 
 
@@ -147,8 +148,8 @@ def test_the_extended_config_adds_the_rows_beyond_the_default(tmp_path):
     result = snakemake(work, "-n", "--cores", "2", "--configfile", "config/extended.yaml")
     assert result.returncode == 0, result.stderr
     counts = job_counts(result.stdout + result.stderr)
-    assert (counts["train"], counts["rerank"], counts["tune_depth"], counts["choppy_study"], counts["total"]) == \
-        (27 + 10 + 2 * 19, 55 + 20 + 2 * 2 * 19 - 2 * 5, 27 + 10 + 2 * (19 - 5), 3, 830)
+    assert (counts["train"], counts["rerank_dev_test"], counts["rerank"], counts["tune_depth"], counts["choppy_study"],
+            counts["total"]) == (27 + 10 + 2 * 19, 25 + 10 + 2 * (19 - 5), 5 + 2 * 5, 27 + 10 + 2 * (19 - 5), 3, 767)
     for run in ("tk-500", "tkl-500", "conv_knrm-1k", "doc-matchpyramid", "doc-co_pacrr",
                 "sf-edge", "sf-idcm", "sf-longformer", "sf-bigbird", "sf-qds"):
         assert re.search(rf"models/synthetic-doc/[\w-]+/{run}/seed42/model.pt", result.stdout), run

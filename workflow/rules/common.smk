@@ -35,6 +35,7 @@ EFFICIENCY_CSV = "results/efficiency.csv" if PLAN.measures_speed else []
 REPRODUCTION = PLAN.reproduction  # docs/claims.md
 FOLDS = PLAN.folds  # query folds (rankstudy.study.folds): fold datasets, their inputs, the runs trained on them
 FOLD_PATTERNS = FOLDS.patterns()
+DEV_TEST = PLAN.dev_test_patterns()  # the runs and datasets whose dev and test re-rank in one job
 
 
 # Seconds-long bookkeeping jobs (evaluation, depths, tables, figures, claims) say `localrule: True`: they run

@@ -137,7 +137,7 @@ rule export_encoder:
 
 
 rule rerank:
-    input: unpack(lambda wc: PLAN.rerank_inputs(wc.dataset, wc.run, wc.seed, wc.split))
+    input: unpack(lambda wc: PLAN.rerank_split_inputs(wc.dataset, wc.run, wc.seed, [wc.split]))
     output: "runs/{dataset}/{model}.{run}.s{seed}.{split}.run"
     log: "logs/rerank/{dataset}/{model}.{run}.s{seed}.{split}.log"
     conda: "../../environment.yml"
@@ -156,6 +156,19 @@ rule rerank:
         " --queries {input.queries} --documents {input.documents} --candidates {input.candidates} --out {output}"
         " --tag {params.tag} --depth {params.depth} --batch-size {params.batch} --device {params.device}"
         " --precision {params.precision} --threads {threads} 2> {log}"
+
+
+# A run evaluated on dev and test re-ranks both in one job: one start-up (torch; transformers for a BERT) and one
+# loading of the model and the collection instead of two (docs/neural.md)
+use rule rerank as rerank_dev_test with:
+    input: unpack(lambda wc: PLAN.rerank_split_inputs(wc.dataset, wc.run, wc.seed, ["dev", "test"]))
+    output: "runs/{dataset}/{model}.{run}.s{seed}.dev.run", "runs/{dataset}/{model}.{run}.s{seed}.test.run"
+    log: "logs/rerank/{dataset}/{model}.{run}.s{seed}.dev-test.log"
+    benchmark: "benchmarks/rerank/{dataset}/{model}.{run}.s{seed}.dev-test.tsv"
+    wildcard_constraints: dataset=DEV_TEST["dataset"], run=DEV_TEST["run"]
+    resources: mem_mb=4000, runtime=240, gpu=gpus(PLAN.device)
+
+ruleorder: rerank_dev_test > rerank
 
 
 rule tune_depth:

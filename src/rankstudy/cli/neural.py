@@ -294,16 +294,20 @@ def _pretrain_encoder_arguments(p: argparse.ArgumentParser) -> None:
 def _rerank(args: argparse.Namespace) -> None:
     from rankstudy.experiment import rerank_run
 
-    rerank_run(Path(args.model_dir), Path(args.embeddings), Path(args.queries), Path(args.documents),
-               Path(args.candidates), Path(args.out), args.tag, args.depth, args.batch_size, args.device, args.threads,
-               args.precision)
+    if not len(args.queries) == len(args.candidates) == len(args.out):
+        raise StudyError(f"rerank: --queries, --candidates and --out name one file per split each; got "
+                         f"{len(args.queries)}, {len(args.candidates)} and {len(args.out)}")
+    splits = [tuple(map(Path, split)) for split in zip(args.queries, args.candidates, args.out)]
+    rerank_run(Path(args.model_dir), Path(args.embeddings), Path(args.documents), splits, args.tag, args.depth,
+               args.batch_size, args.device, args.threads, args.precision)
 
 
-@subcommand("rerank", "score first-stage candidates with a trained model")
+@subcommand("rerank", "score first-stage candidates with a trained model (one split, or several with the model "
+                      "loaded once: the i-th --queries, --candidates and --out belong together)")
 def _rerank_arguments(p: argparse.ArgumentParser) -> None:
-    scoring_arguments(p, batch_size=64)
-    p.add_argument("--candidates", required=True, help="first-stage run")
-    p.add_argument("--out", required=True)
+    scoring_arguments(p, batch_size=64, several_queries=True)
+    p.add_argument("--candidates", required=True, nargs="+", help="first-stage run(s)")
+    p.add_argument("--out", required=True, nargs="+", help="re-ranked run(s)")
     p.add_argument("--tag", required=True)
     p.add_argument("--depth", type=int, required=True, help="candidates scored per query")
     # rankstudy.precision.PRECISIONS, spelled out: importing it would load torch for every command's --help

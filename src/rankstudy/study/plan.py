@@ -16,7 +16,7 @@ from rankstudy.papers.tkl.plan import TKLOutputs
 from rankstudy.report.columns import speed_column
 from rankstudy.study.checks import check_plan, check_references
 from rankstudy.study.claims import resolve_claims
-from rankstudy.study.folds import Folds
+from rankstudy.study.folds import Folds, alternatives
 from rankstudy.study.runs import Run, plan_runs, system_run
 from rankstudy.study.stages import FirstStage, Text
 
@@ -403,6 +403,23 @@ class StudyPlan:
                 "queries": self.query_store(emb, dataset, split), "documents": self.collection_store(emb, dataset),
                 "candidates": f"runs/{dataset}/{self.rerank_system(dataset)}.{split}.run",
                 "encoder": self.encoder_inputs(run, seed)}
+
+    def rerank_split_inputs(self, dataset: str, run: str, seed: int | str, splits: list[str]) -> dict[str, Any]:
+        """``rerank_inputs`` of one job that re-ranks several splits with the model loaded once (rule rerank:
+        one split; rerank_dev_test: dev and test): the queries and candidates as lists, in ``splits``' order."""
+        per_split = [self.rerank_inputs(dataset, run, seed, split) for split in splits]
+        return {**per_split[0], "queries": [inputs["queries"] for inputs in per_split],
+                "candidates": [inputs["candidates"] for inputs in per_split]}
+
+    def dev_test_patterns(self) -> dict[str, str]:
+        """Wildcard patterns of rule rerank_dev_test: the runs evaluated on dev and test (no ``splits`` that leaves
+        one out; not ensembles, which re-rank nothing) and the datasets that have both without folds. A run of the
+        first evaluated on a dataset of the second re-ranks both splits (``eval_splits``), in one job."""
+        runs = [name for name, run in self.runs.items() if not run.is_ensemble
+                and {"dev", "test"} <= set(run.spec.get("splits", ("dev", "test")))]
+        datasets = [name for name in self.datasets if "folds" not in self.datasets[name]
+                    and {"dev", "test"} <= set(self.dataset_splits(name))]
+        return {"run": alternatives(runs), "dataset": alternatives(datasets)}
 
     # ---- claims --------------------------------------------------------------------------------
     def claim_inputs(self) -> list[str]:

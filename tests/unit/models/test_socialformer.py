@@ -466,8 +466,9 @@ def test_train_and_rerank_through_the_experiment_steps(tmp_path):
     idf = collection_idf(TokenStore(tmp_path / "doc_store"))
     assert bool(trained.idf_given) and torch.equal(trained.idf[:len(idf)], torch.from_numpy(idf))
     assert int(trained.graph_step) == 2  # two training steps drew two sets of graphs
-    rerank_run(out, tmp_path / "embeddings.npy", tmp_path / "query_store", tmp_path / "doc_store",
-               tmp_path / "bm25.run", tmp_path / "socialformer.run", "sf", depth=4, batch_size=3, device="cpu")
+    rerank_run(out, tmp_path / "embeddings.npy", tmp_path / "doc_store",
+               [(tmp_path / "query_store", tmp_path / "bm25.run", tmp_path / "socialformer.run")], "sf", depth=4,
+               batch_size=3, device="cpu")
     reranked = formats.read_run(tmp_path / "socialformer.run")
     assert {qid: sorted(d for d, _ in ranking) for qid, ranking in reranked.items()} == \
         {qid: sorted(docs) for qid in run}

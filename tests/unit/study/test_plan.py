@@ -311,6 +311,10 @@ def test_each_paper_plans_its_tables_and_figures():
     assert [row["label"] for row in plan.socialformer.rows("table1")][:3] == ["BM25", "QL", "FirstP"]
     assert plan.choppy.inputs("tk") == {"run": "runs/synthetic-passage/tk.p3.ens.test.run",
                                         "qrels": "data/synthetic-passage/qrels.test.txt"}
+    # choppy.runs.drmm names the neural run: its system follows the study's seed (no second DRMM under seed 7)
+    assert plan.choppy.inputs("drmm")["run"] == "runs/synthetic-passage/drmm.drmm.s42.test.run"
+    seven = StudyPlan.from_config(study_config("seed: 7\n"))
+    assert seven.choppy.inputs("drmm")["run"] == "runs/synthetic-passage/drmm.drmm.s7.test.run"
     assert plan.rerank_depths(["p1", "ce-passage"]) == "50-100 (per run)" and plan.rerank_depths(["p1"]) == "100"
     assert plan.headline_tables() == ["results/tables/" + name for name in (
         "first_stage.csv", "tk_table2.csv", "tkl_table1.csv", "tkl_table2.csv", "tkl_evidence.csv", "tkl_regions.csv",
@@ -361,3 +365,20 @@ def test_the_learning_audit_lists_every_trained_seed():
     assert d1["vectors"] == {"name": "w2v", "vocab": "text/w2v/vocab", "embeddings": "text/w2v/embeddings.npy"}
     assert next(entry for entry in entries if entry["run"] == "p2")["vectors"]["name"] == "ft"
     assert all(entry["vectors"] is None for entry in entries if entry["run"] == "doc-bert")
+
+
+def test_a_run_evaluated_on_dev_and_test_re_ranks_both_in_one_job():
+    """rule rerank_dev_test's wildcard patterns: runs that keep both splits (not sf-random's test only, not an
+    ensemble), datasets with both and no folds; its inputs list each split's queries and candidates."""
+    plan = StudyPlan.from_config(study_config())
+    patterns = {key: re.compile(pattern) for key, pattern in plan.dev_test_patterns().items()}
+    assert patterns["run"].fullmatch("p1") and patterns["run"].fullmatch("drmm")
+    assert not patterns["run"].fullmatch("sf-random") and not patterns["run"].fullmatch("p3")  # test only; ensemble
+    assert patterns["dataset"].fullmatch("synthetic-passage") and patterns["dataset"].fullmatch("synthetic-doc")
+    for run, dataset in [("p1", "synthetic-passage"), ("sf-node", "synthetic-doc")]:
+        assert plan.eval_splits(dataset, run) == ["dev", "test"]
+    assert plan.eval_splits("synthetic-doc", "sf-random") == ["test"]
+    inputs = plan.rerank_split_inputs("synthetic-passage", "p1", 42, ["dev", "test"])
+    assert inputs["queries"] == ["text/w2v/synthetic-passage/queries.dev", "text/w2v/synthetic-passage/queries.test"]
+    assert inputs["candidates"] == ["runs/synthetic-passage/bm25.dev.run", "runs/synthetic-passage/bm25.test.run"]
+    assert inputs["model"] == plan.rerank_inputs("synthetic-passage", "p1", 42, "dev")["model"]

@@ -4,6 +4,8 @@ refuse what folds cannot do; a local folder's given run as official candidates. 
 
 from __future__ import annotations
 
+import re
+
 import pytest
 import yaml
 
@@ -90,6 +92,7 @@ def test_a_run_trains_and_re_ranks_each_fold_and_merges_the_held_out_runs():
     assert plan.folds.merge_inputs("dl", "tk.tk.s42") == [f"runs/dl-fold{i}/tk.tk.s42.test.run" for i in range(1, 5)]
     # the dataset itself is evaluated on its folded split only, on the merged run
     assert plan.eval_splits("dl", "tk") == ["test"]
+    assert not any(re.fullmatch(plan.dev_test_patterns()["dataset"], name) for name in ("dl", "dl-fold2"))
     assert "results/metrics/dl/tk.tk.s42.test.csv" in plan.neural_metrics()
     assert plan.tk.view_run() is None  # no one model to view
 

@@ -65,8 +65,14 @@ class ChoppyOutputs:
         split = spec.get("split", "test")
         if "folds" in spec:
             return {"run": f"runs/folds/{name}/{split}.run", "qrels": f"runs/folds/{name}/qrels.{split}.txt"}
-        return {"run": f"runs/{spec['dataset']}/{spec['system']}.{split}.run",
+        return {"run": f"runs/{spec['dataset']}/{self.system(spec['system'])}.{split}.run",
                 "qrels": f"data/{spec['dataset']}/qrels.{split}.txt"}
+
+    def system(self, name: str) -> str:
+        """A run type's system: a neural.runs name stands for that run's system (its first seed, best seed or
+        ensemble: ``drmm`` is drmm.drmm.s42 under seed 42, drmm.drmm.s7 under seed 7), else a system name as it
+        is (bm25, tk.p3.ens)."""
+        return self.plan.runs[name].system if name in self.plan.runs else name
 
     def repeat_dirs(self, name: str) -> list[str]:
         """The output directories of a run type's repeats (rule choppy_study), repeat 0 first."""
@@ -90,5 +96,5 @@ class ChoppyOutputs:
     def fold_inputs(self, name: str, split: str) -> dict[str, list[str]]:
         """The runs and qrels of a cross-validated run type's folds, merged into one list per split."""
         folds = self.section["runs"][name]["folds"]
-        return {"runs": [f"runs/{part['dataset']}/{part['system']}.{split}.run" for part in folds],
+        return {"runs": [f"runs/{part['dataset']}/{self.system(part['system'])}.{split}.run" for part in folds],
                 "qrels": [f"data/{part['dataset']}/qrels.{split}.txt" for part in folds]}
