@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from rankstudy.efficiency import RandomEncoder, measure_models
+from rankstudy.efficiency import RandomEncoder, anonymous_peak_mb, anonymous_rss_mb, measure_models, reset_peak_rss
 
 SETUP = {"batch": 2, "doc_length": 12, "query_length": 3, "dim": 8, "vocab": 50, "repeats": 1, "threads": 1,
          "train_batch": 1}
@@ -72,8 +72,6 @@ def test_each_model_has_its_own_peak_memory():
 
 
 def test_anonymous_peak_counts_memory_freed_before_it_is_read():
-    from rankstudy.efficiency import anonymous_peak_mb, anonymous_rss_mb, reset_peak_rss
-
     reset_peak_rss()
     before = anonymous_rss_mb()
     block = np.ones(50 * 2**20 // 8)  # 50 MB, returned to the system when deleted
