@@ -412,14 +412,14 @@ class StudyPlan:
                 "candidates": [inputs["candidates"] for inputs in per_split]}
 
     def dev_test_patterns(self) -> dict[str, str]:
-        """Wildcard patterns of rule rerank_dev_test: the runs evaluated on dev and test (no ``splits`` that leaves
-        one out; not ensembles, which re-rank nothing) and the datasets that have both without folds. A run of the
-        first evaluated on a dataset of the second re-ranks both splits (``eval_splits``), in one job."""
-        runs = [name for name, run in self.runs.items() if not run.is_ensemble
-                and {"dev", "test"} <= set(run.spec.get("splits", ("dev", "test")))]
-        datasets = [name for name in self.datasets if "folds" not in self.datasets[name]
-                    and {"dev", "test"} <= set(self.dataset_splits(name))]
-        return {"run": alternatives(runs), "dataset": alternatives(datasets)}
+        """Wildcard patterns of rule rerank_dev_test: the runs and the datasets of every (dataset, run) that
+        ``eval_splits`` evaluates on dev and test (not ensembles, which re-rank nothing). Whether it does is a
+        property of the run (its ``splits``) and one of the dataset (its splits, no folds), so every run of the first
+        pattern evaluated on a dataset of the second re-ranks both splits, in one job."""
+        both = [(dataset, name) for name, run in self.runs.items() if not run.is_ensemble
+                for dataset in run.datasets if self.eval_splits(dataset, name) == ["dev", "test"]]
+        return {"run": alternatives(sorted({name for _, name in both})),
+                "dataset": alternatives(sorted({dataset for dataset, _ in both}))}
 
     # ---- claims --------------------------------------------------------------------------------
     def claim_inputs(self) -> list[str]:
