@@ -30,6 +30,7 @@ from rankstudy.truncation.baselines import evaluate_cuts, greedy_k, oracle
 from rankstudy.truncation.bicut import BiCutConfig, predict_cuts, train_bicut
 from rankstudy.truncation.choppy_train import predict, train_choppy
 from rankstudy.truncation.methods import BICUT, CHOPPY, F1, METRICS, ORACLE, fixed, greedy
+from rankstudy.truncation.repeats import read_study
 from rankstudy.truncation.tables import build_labels, build_tables
 
 log = logging.getLogger(__name__)
@@ -169,22 +170,53 @@ def run_study(run: formats.Run, qrels: formats.Qrels, cfg: TruncationConfig, see
         log.info("%s: %s", metric, ", ".join(f"{r['method']} {r['value']:.4f}" for r in rows if r["metric"] == metric))
     settings["split"] = {part: int(len(index)) for part, index in split.items()}
     settings["split_from"] = "query-id files" if given_split else f"seed {seed}"
+    settings["seed"] = seed  # of the split (unless from files) and of every model's training
     return {"results": pd.DataFrame(rows), "per_query": pd.DataFrame(per_query), "fig1": fig1,
             "settings": settings}
 
 
+def studied_value(study: Mapping[str, Any] | None, metric: str, choppy_cfg: ChoppyConfig, test_qids: Sequence[str],
+                  cfg: TruncationConfig, seed: int) -> float | None:
+    """Choppy's test value for ``metric`` from ``study`` (``run_study``'s outputs on the same run) when it trained
+    the very model a grid point would train — the same settings, seed, lists and test queries — else None."""
+    if study is None:
+        return None
+    settings = study["settings"]
+    trained = settings.get(f"choppy_{metric}", {})
+    same = (settings.get("seed") == seed
+            and all(settings.get(key) == getattr(cfg, key) for key in ("n", "rel_threshold", "recall_base"))
+            and all(trained.get(key) == value for key, value in asdict(choppy_cfg).items()))
+    if not same:
+        return None
+    rows = study["per_query"]
+    if rows[(rows["metric"] == metric) & (rows["method"] == CHOPPY)]["qid"].astype(str).tolist() != list(test_qids):
+        return None
+    results = study["results"]
+    return float(results[(results["metric"] == metric) & (results["method"] == CHOPPY)]["value"].iloc[0])
+
+
 def run_grid(run: formats.Run, qrels: formats.Qrels, cfg: TruncationConfig, seed: int,
-             given_split: Mapping[str, Sequence[str]] | None = None) -> pd.DataFrame:
-    """Fig. 2: Choppy's test value over the d x heads grid (3 layers), the rest of the settings as configured."""
+             given_split: Mapping[str, Sequence[str]] | None = None,
+             study: Mapping[str, Any] | None = None) -> pd.DataFrame:
+    """Fig. 2: Choppy's test value over the d x heads grid (3 layers), the rest of the settings as configured.
+
+    ``study``: ``run_study``'s outputs with the same seed (``repeats.read_study``); a grid point whose model it
+    trained already (the configured d and heads) takes its value instead of training the model again."""
     rows = []
-    for metric, _, _, train, dev, test in _splits(run, qrels, cfg, seed, given_split):
+    for metric, qids, split, train, dev, test in _splits(run, qrels, cfg, seed, given_split):
+        test_qids = [qids[i] for i in split["test"]]
         for d_model in cfg.grid_d:
             for heads in cfg.grid_heads:
-                model, _ = train_choppy(train, dev, _choppy_config(cfg, metric, d_model=d_model, heads=heads, layers=3),
-                                        seed, cfg.device)
-                cuts, _ = predict(model, test[0], test[2], cfg.device)
-                rows.append({"metric": metric, "d_model": d_model, "heads": heads,
-                             "value": float(evaluate_cuts(test[1], cuts).mean())})
+                choppy_cfg = _choppy_config(cfg, metric, d_model=d_model, heads=heads, layers=3)
+                value = studied_value(study, metric, choppy_cfg, test_qids, cfg, seed)
+                if value is None:
+                    model, _ = train_choppy(train, dev, choppy_cfg, seed, cfg.device)
+                    cuts, _ = predict(model, test[0], test[2], cfg.device)
+                    value = float(evaluate_cuts(test[1], cuts).mean())
+                else:
+                    log.info("%s, d %d, %d heads: the study's Choppy (same settings, seed and split)", metric,
+                             d_model, heads)
+                rows.append({"metric": metric, "d_model": d_model, "heads": heads, "value": value})
     if not rows:
         raise StudyError("the Choppy grid is empty: set choppy.grid_d and choppy.grid_heads")
     return pd.DataFrame(rows)
@@ -215,14 +247,16 @@ def judged_only(qids: Sequence[str], run: formats.Run, qrels: formats.Qrels, pat
 
 
 def run_from_files(run_path: Path, qrels_path: Path, settings: Mapping[str, Any], seed: int, out_dir: Path | None,
-                   qid_lists: Mapping[str, str] | None = None, grid_out: Path | None = None) -> None:
-    """The study into ``out_dir``; or, with ``grid_out``, only the Fig. 2 grid into that CSV. ``seed`` drives
+                   qid_lists: Mapping[str, str] | None = None, grid_out: Path | None = None,
+                   grid_study: Path | None = None) -> None:
+    """The study into ``out_dir``; or, with ``grid_out``, only the Fig. 2 grid into that CSV (``grid_study``: a
+    study's output directory whose Choppy models the grid need not train again, ``run_grid``). ``seed`` drives
     the split and the training (a repeat's: ``repeats.repeat_seed``)."""
     cfg = from_dict(TruncationConfig, settings, "choppy")
     run, qrels = formats.read_run(run_path), formats.read_qrels(qrels_path)
     given = {part: judged_only(read_qid_list(path), run, qrels, path) for part, path in (qid_lists or {}).items()} or None
     if grid_out is not None:
-        grid = run_grid(run, qrels, cfg, seed, given)
+        grid = run_grid(run, qrels, cfg, seed, given, read_study(grid_study) if grid_study else None)
         with atomic_open(grid_out) as out:
             grid.to_csv(out, index=False)
         return

@@ -148,6 +148,29 @@ def test_same_seed_same_graphs_and_scores(model):
                for p, q in zip(plans, other_seed))
 
 
+def test_evaluation_keeps_each_pairs_plan_until_the_state_changes(model):
+    """A pair's evaluation plan is built once (a training run validates the same pairs every time), is the plan
+    built afresh, and is built again after the idf, the state or the graph settings change; training never keeps."""
+    query, document = batch(3)
+    plans = model.plan(query, document)
+    assert all(a is b for a, b in zip(plans, model.plan(query[[2, 1, 0]], document[[2, 1, 0]])[::-1]))
+    fresh = build(idf=np.linspace(0.5, 5.0, 30522)).plan(query, document)
+    assert all(torch.equal(a, b) for p, q in zip(plans, fresh) for a, b in zip(p.blocks, q.blocks))
+    model.set_idf(np.linspace(0.5, 5.0, 30522))
+    assert model.plan(query, document)[0] is not plans[0]
+    kept = model.plan(query, document)[0]
+    model.load_state_dict(model.state_dict())
+    assert model.plan(query, document)[0] is not kept
+    kept = model.plan(query, document)[0]
+    with graph_settings(model, seed=1):
+        assert model.plan(query, document)[0] is not kept
+    model.train()
+    try:
+        assert model.plan(query, document)[0] is not model.plan(query, document)[0]
+    finally:
+        model.eval()
+
+
 def test_training_redraws_graphs_each_step_reproducibly():
     query, document = batch(2)
     first, second = build(graph=LIGHT), build(graph=LIGHT)

@@ -7,7 +7,9 @@ import pytest
 
 from rankstudy.errors import StudyError
 from rankstudy.papers.choppy.report import settings_caption
+from rankstudy.truncation.choppy_train import train_choppy
 from rankstudy.truncation.experiment import TruncationConfig, run_grid, run_study, split_queries
+from rankstudy.truncation.repeats import read_study
 
 
 def toy_run(queries=60, length=30, seed=0):
@@ -68,6 +70,27 @@ def test_the_grid_is_its_own_study():
     assert grid.equals(run_grid(run, qrels, cfg, seed=3))
     with pytest.raises(StudyError, match="grid is empty"):
         run_grid(run, qrels, TruncationConfig(n=20, device="cpu"), seed=3)
+
+
+def test_the_grid_takes_the_model_its_study_trained(tmp_path, monkeypatch):
+    """The grid point of the study's own Choppy settings (same seed and split) is read from the study's outputs,
+    not trained again, and the grid is the same; a study with another seed is not used."""
+    import rankstudy.truncation.experiment as experiment
+
+    run, qrels = toy_run()
+    cfg = TruncationConfig(n=20, model={"d_model": 8, "heads": 2, "layers": 3, "epochs": 2}, bicut={"epochs": 1},
+                           grid_d=[8], grid_heads=[1, 2], device="cpu")
+    experiment.write_study(run_study(run, qrels, cfg, seed=3), tmp_path / "repeat0")
+    study = read_study(tmp_path / "repeat0")
+    trained = []
+    monkeypatch.setattr(experiment, "train_choppy",
+                        lambda *args: trained.append(args[2].heads) or train_choppy(*args))
+    grid = run_grid(run, qrels, cfg, seed=3, study=study)
+    assert trained == [1, 1]  # heads 2, the study's, not trained again for either metric
+    assert grid.equals(run_grid(run, qrels, cfg, seed=3))
+    trained.clear()
+    run_grid(run, qrels, cfg, seed=4, study=study)
+    assert trained == [1, 2, 1, 2]
 
 
 def test_the_papers_split_has_no_dev_set():

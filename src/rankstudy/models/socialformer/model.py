@@ -45,7 +45,9 @@ Deliberate choices and departures (the released code, github.com/smallporridge/S
   training, step is the model's count of training forward passes (buffer ``graph_step``, saved
   with the model and the checkpoint, so a resumed run draws the same graphs), i.e. a pair's graph
   is re-drawn every step; in evaluation step is the constant ``"eval"``, so scores depend only on
-  the pair, never on batch composition, order or padding.
+  the pair, never on batch composition, order or padding. An evaluation plan is therefore kept per pair
+  (up to ``EVAL_PLANS_KEPT`` pairs; dropped when ``idf`` or the state changes): a training run validates
+  the same pairs at every validation, and a third of a validation was building their graphs again.
 * Positions restart in every block (BERT's positions 0 … |x_b| − 1); a circle's tokens keep their
   document order but not their document positions (a 2,000-token document would exceed BERT's
   512 positions), as in the released code, which feeds each circle as a token list.
@@ -90,6 +92,7 @@ Deliberate choices and departures (the released code, github.com/smallporridge/S
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import logging
 from collections.abc import Mapping, Sequence
@@ -111,6 +114,9 @@ from rankstudy.precision import in_fp32
 log = logging.getLogger(__name__)
 
 AGGREGATIONS = ("max", "mean", "attention")
+# evaluation plans kept per (query, document) pair: more than a validation's pairs (the default study's: 1,500),
+# few enough to stay small (a plan is ~16 KB of positions)
+EVAL_PLANS_KEPT = 4096
 MERGE_INITS = ("identity", "default")
 
 
@@ -185,6 +191,14 @@ def pair_seed(seed: int, step: int | None, query_ids: Tensor, doc_ids: Tensor) -
     digest.update(query_ids.detach().cpu().numpy().astype("<i8").tobytes())
     digest.update(doc_ids.detach().cpu().numpy().astype("<i8").tobytes())
     return int.from_bytes(digest.digest(), "little") >> 1
+
+
+def _pair_key(query_ids: Tensor, doc_ids: Tensor) -> bytes:
+    """A (query, document) pair's key among the kept evaluation plans: BLAKE2b-128 of both id sequences."""
+    digest = hashlib.blake2b(f"{query_ids.numel()}:".encode(), digest_size=16)
+    digest.update(query_ids.numpy().astype("<i8").tobytes())
+    digest.update(doc_ids.numpy().astype("<i8").tobytes())
+    return digest.digest()
 
 
 @torch.no_grad()
@@ -281,6 +295,9 @@ class Socialformer(EncoderRanker):
             nn.init.xavier_normal_(self.score.weight)
             nn.init.zeros_(self.score.bias)
 
+        self._eval_plans: dict[bytes, DocumentPlan] = {}  # plan()'s, by _pair_key, made with these settings:
+        self._eval_plans_settings: tuple = ()
+        self.register_load_state_dict_post_hook(Socialformer._forget_plans)  # a loaded state may hold another idf
         self.register_buffer("graph_step", torch.zeros((), dtype=torch.long))
         vocab = encoder_config.vocab_size
         self.register_buffer("idf", torch.ones(vocab))
@@ -295,6 +312,10 @@ class Socialformer(EncoderRanker):
             frozen.requires_grad_(False).eval()
             self._centrality = (frozen,)
 
+    @staticmethod
+    def _forget_plans(module: "Socialformer", incompatible_keys=None) -> None:
+        module._eval_plans.clear()
+
     def set_idf(self, idf: np.ndarray | Tensor) -> None:
         """Use ``idf`` (one value per token id, e.g. ``collection_idf``) for static centrality; ids
         beyond its length (never seen in that collection) get its largest value."""
@@ -305,6 +326,7 @@ class Socialformer(EncoderRanker):
         full[: values.numel()] = values.to(full.device)
         self.idf.copy_(full)
         self.idf_given.fill_(True)
+        self._forget_plans(self)
 
     def _apply(self, fn, recurse=True):
         super()._apply(fn, recurse)
@@ -318,11 +340,31 @@ class Socialformer(EncoderRanker):
     def plan(self, query: Tensor, document: Tensor) -> list[DocumentPlan]:
         """The blocks of every (query, document) row of a padded batch (real ids only, on the CPU).
 
-        Draws from ``pair_seed`` with the current step (training) or "eval"; does not advance it.
+        Draws from ``pair_seed`` with the current step (training) or "eval"; does not advance it. In evaluation a
+        pair's plan is built once and kept (module docstring).
         """
-        graph = self.config.graph
         queries = [row[row != PAD_ID] for row in query.cpu()]
         documents = [row[row != PAD_ID] for row in document.cpu()]
+        if self.training:
+            return self._plan_pairs(queries, documents, int(self.graph_step))
+        settings = (self.config.graph, self.config.passage_length, self.config.max_passages)
+        if settings != self._eval_plans_settings:  # the config may change between calls (tests change it)
+            self._forget_plans(self)
+            self._eval_plans_settings = copy.deepcopy(settings)
+        keys = [_pair_key(query_ids, doc_ids) for query_ids, doc_ids in zip(queries, documents)]
+        found = {key: self._eval_plans[key] for key in keys if key in self._eval_plans}
+        missing = [i for i, key in enumerate(keys) if key not in found]
+        if missing:
+            built = self._plan_pairs([queries[i] for i in missing], [documents[i] for i in missing], None)
+            if len(self._eval_plans) + len(missing) > EVAL_PLANS_KEPT:
+                self._eval_plans.clear()
+            for i, plan in zip(missing, built):
+                found[keys[i]] = self._eval_plans[keys[i]] = plan
+        return [found[key] for key in keys]
+
+    def _plan_pairs(self, queries: list[Tensor], documents: list[Tensor], step: int | None) -> list[DocumentPlan]:
+        """The plans of (query, document) pairs of real ids, drawn with ``step`` (None: evaluation)."""
+        graph = self.config.graph
         active = graph.active
         centrality = [None] * len(documents)
         if "dynamic_centrality" in active:
@@ -335,7 +377,6 @@ class Socialformer(EncoderRanker):
                 log.warning("Socialformer: no collection IDF was given; static centrality uses tf alone (idf = 1)")
                 self._warned_idf = True
             idf = self.idf.cpu()
-        step = int(self.graph_step) if self.training else None
         plans = []
         with _one_thread():
             for query_ids, doc_ids, weights in zip(queries, documents, centrality):

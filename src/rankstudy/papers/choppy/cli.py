@@ -49,7 +49,7 @@ def _choppy_study(args: argparse.Namespace) -> None:
         raise StudyError("give --train-qids and --test-qids (--dev-qids is optional), or none of them")
     run_from_files(Path(args.run), Path(args.qrels), json.loads(args.config), repeat_seed(args.seed, args.repeat),
                    Path(args.out) if args.out else None, qid_lists,
-                   Path(args.grid_out) if args.grid_out else None)
+                   Path(args.grid_out) if args.grid_out else None, Path(args.grid_study) if args.grid_study else None)
 
 
 @subcommand("choppy-study", "ranked-list truncation study (Choppy Table 1) on a run")
@@ -63,6 +63,8 @@ def _choppy_study_arguments(p: argparse.ArgumentParser) -> None:
     target = p.add_mutually_exclusive_group(required=True)
     target.add_argument("--out", help="output directory of the study (every method, both metrics)")
     target.add_argument("--grid-out", help="only train Choppy over the d x heads grid (Fig. 2) and write this CSV")
+    p.add_argument("--grid-study", help="with --grid-out: the output directory of this study's repeat 0 (--out); "
+                                        "a grid point it trained already is not trained again")
     p.add_argument("--threads", type=int, default=1, help="torch threads (1: the same numbers on every run)")
     p.add_argument("--train-qids", help="file with one train query id per line (else a seeded split)")
     p.add_argument("--dev-qids", help="optional with --train-qids and --test-qids")

@@ -83,6 +83,10 @@ class ChoppyOutputs:
         """Every output file of a run type's repeats (rule choppy_pool's input)."""
         return [f"{directory}/{file}" for directory in self.repeat_dirs(name) for file in STUDY_FILES]
 
+    def first_repeat_files(self, name: str) -> list[str]:
+        """Repeat 0's output files: rule choppy_grid takes the Choppy models it trained from them."""
+        return [f"{self.repeat_dirs(name)[0]}/{file}" for file in STUDY_FILES]
+
     def settings(self) -> dict[str, Any]:
         """The section less its runs: the ``choppy-study`` command's --config."""
         return {key: value for key, value in self.section.items() if key != "runs"}
