@@ -175,15 +175,17 @@ def run_study(run: formats.Run, qrels: formats.Qrels, cfg: TruncationConfig, see
             "settings": settings}
 
 
-def studied_value(study: Mapping[str, Any] | None, metric: str, choppy_cfg: ChoppyConfig, test_qids: Sequence[str],
-                  cfg: TruncationConfig, seed: int) -> float | None:
+def studied_value(study: Mapping[str, Any] | None, metric: str, choppy_cfg: ChoppyConfig, split: Mapping[str, Any],
+                  test_qids: Sequence[str], cfg: TruncationConfig, seed: int) -> float | None:
     """Choppy's test value for ``metric`` from ``study`` (``run_study``'s outputs on the same run) when it trained
-    the very model a grid point would train — the same settings, seed, lists and test queries — else None."""
+    the very model a grid point would train — the same settings, seed, lists, split sizes and test queries (a
+    seeded split of the same sizes has the same dev queries too) — else None."""
     if study is None:
         return None
     settings = study["settings"]
     trained = settings.get(f"choppy_{metric}", {})
     same = (settings.get("seed") == seed
+            and settings.get("split") == {part: int(len(index)) for part, index in split.items()}
             and all(settings.get(key) == getattr(cfg, key) for key in ("n", "rel_threshold", "recall_base"))
             and all(trained.get(key) == value for key, value in asdict(choppy_cfg).items()))
     if not same:
@@ -208,7 +210,7 @@ def run_grid(run: formats.Run, qrels: formats.Qrels, cfg: TruncationConfig, seed
         for d_model in cfg.grid_d:
             for heads in cfg.grid_heads:
                 choppy_cfg = _choppy_config(cfg, metric, d_model=d_model, heads=heads, layers=3)
-                value = studied_value(study, metric, choppy_cfg, test_qids, cfg, seed)
+                value = studied_value(study, metric, choppy_cfg, split, test_qids, cfg, seed)
                 if value is None:
                     model, _ = train_choppy(train, dev, choppy_cfg, seed, cfg.device)
                     cuts, _ = predict(model, test[0], test[2], cfg.device)
