@@ -3,7 +3,7 @@ random BERT of the named size, so a machine without bert-base-uncased measures b
 
 from __future__ import annotations
 
-import numpy as np
+import mmap
 
 from rankstudy.efficiency import RandomEncoder, anonymous_peak_mb, anonymous_rss_mb, measure_models, reset_peak_rss
 
@@ -74,7 +74,11 @@ def test_each_model_has_its_own_peak_memory():
 def test_anonymous_peak_counts_memory_freed_before_it_is_read():
     reset_peak_rss()
     before = anonymous_rss_mb()
-    block = np.ones(50 * 2**20 // 8)  # 50 MB, returned to the system when deleted
-    del block
+    # 50 MB of fresh pages, unmapped when closed (an array could reuse heap pages that are resident already when
+    # an earlier test kept freed memory in the process: rankstudy.malloc)
+    block = mmap.mmap(-1, 50 * 2**20, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+    for page in range(0, len(block), mmap.PAGESIZE):
+        block[page] = 1
+    block.close()
     assert anonymous_rss_mb() - before < 10
     assert 49 < anonymous_peak_mb() - before < 60
