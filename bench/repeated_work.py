@@ -47,7 +47,7 @@ from rankstudy.truncation.repeats import read_study  # noqa: E402
 
 
 def time_validations(study: Path, run: str, validations: int) -> list[str]:
-    model_dir = study / f"models/synthetic-doc/socialformer/{run}/seed42"
+    model_dir, = study.glob(f"models/synthetic-doc/*/{run}/seed42")  # models/DATASET/MODEL/RUN/SEED
     train = json.loads((model_dir / "config.json").read_text())["train"]
     cfg = TrainConfig(**{**train, "device": "cpu"})
     text = study / "text/study/synthetic-doc"

@@ -61,13 +61,13 @@ rule choppy_pool:
 # Fig. 2 only: Choppy over the d x heads grid on the same split (not needed by Table 1); the grid point of the
 # configured d and heads is repeat 0's Choppy, read from its outputs instead of trained again
 use rule choppy_study as choppy_grid with:
-    input: unpack(lambda wc: {**CHOPPY.inputs(wc.name), "study": CHOPPY.first_repeat_files(wc.name)})
+    input: unpack(lambda wc: {**CHOPPY.inputs(wc.name), "study": CHOPPY.study_files(CHOPPY.repeat_dirs(wc.name)[0])})
     output: "results/choppy/{name}/grid.csv"
     log: "logs/choppy/{name}.grid.log"
     benchmark: "benchmarks/choppy/{name}.grid.tsv"
     params:
-        target=lambda wildcards, input, output, threads:
-            f"--threads {threads} --grid-out {output} --grid-study {os.path.dirname(input.study[0])}",
+        target=lambda wildcards, output, threads:
+            f"--threads {threads} --grid-out {output} --grid-study {CHOPPY.repeat_dirs(wildcards.name)[0]}",
 
 
 rule choppy_table1:

@@ -81,11 +81,12 @@ class ChoppyOutputs:
 
     def repeat_files(self, name: str) -> list[str]:
         """Every output file of a run type's repeats (rule choppy_pool's input)."""
-        return [f"{directory}/{file}" for directory in self.repeat_dirs(name) for file in STUDY_FILES]
+        return [path for directory in self.repeat_dirs(name) for path in self.study_files(directory)]
 
-    def first_repeat_files(self, name: str) -> list[str]:
-        """Repeat 0's output files: rule choppy_grid takes the Choppy models it trained from them."""
-        return [f"{self.repeat_dirs(name)[0]}/{file}" for file in STUDY_FILES]
+    @staticmethod
+    def study_files(directory: str) -> list[str]:
+        """The output files of one repeat (rule choppy_study); rule choppy_grid reads repeat 0's."""
+        return [f"{directory}/{file}" for file in STUDY_FILES]
 
     def settings(self) -> dict[str, Any]:
         """The section less its runs: the ``choppy-study`` command's --config."""
