@@ -58,8 +58,8 @@ rule choppy_pool:
         "python -m rankstudy choppy-pool --repeats {params.repeats} --out {params.out} 2> {log}"
 
 
-# Fig. 2 only: Choppy over the d x heads grid on the same split (not needed by Table 1); the grid point of the
-# configured d and heads is repeat 0's Choppy, read from its outputs instead of trained again
+# Fig. 2 only, for the run types of choppy.grid_runs: Choppy over the d x heads grid on the same split (not needed
+# by Table 1); the grid point of the configured d and heads is repeat 0's Choppy, read from its outputs
 use rule choppy_study as choppy_grid with:
     input: unpack(lambda wc: {**CHOPPY.inputs(wc.name), "study": CHOPPY.study_files(CHOPPY.repeat_dirs(wc.name)[0])})
     output: "results/choppy/{name}/grid.csv"
@@ -112,15 +112,15 @@ rule choppy_fig1:
 
 rule choppy_fig2:
     localrule: True
-    input: expand("results/choppy/{name}/grid.csv", name=CHOPPY.names())
+    input: expand("results/choppy/{name}/grid.csv", name=CHOPPY.grid_names())
     output:
         report(multiext("results/figures/choppy_fig2", ".png", ".pdf"), caption="../report/choppy.rst",
                category="6. Choppy"),
     log: "logs/report/choppy_fig2.log"
     conda: "../../environment.yml"
     params:
-        studies=expand("results/choppy/{name}", name=CHOPPY.names()),
-        names=CHOPPY.names(),
+        studies=expand("results/choppy/{name}", name=CHOPPY.grid_names()),
+        names=CHOPPY.grid_names(),
         prefix=lambda wildcards, output: output[0].removesuffix(".png"),
     resources: mem_mb=2000, runtime=15
     shell:

@@ -61,7 +61,7 @@ def check_plan(plan) -> None:
     _check_settings(plan)
     _check_folds(plan)
     _check_splits(plan)
-    for paper in (plan.tk, plan.tkl, plan.socialformer):
+    for paper in (plan.tk, plan.tkl, plan.socialformer, plan.choppy):
         paper.check()
 
 

@@ -133,6 +133,7 @@ def test_the_default_plan_names_splits_systems_and_claims():
     assert plan.eval_splits("synthetic-doc", "sf-random") == ["test"]  # splits: [test]
     assert ("synthetic-passage", "tk.p1.s42-full") in plan.neural_systems()
     assert plan.choppy.names() == ["bm25", "tk", "drmm"]
+    assert plan.choppy.grid_names() == ["bm25"] and plan.choppy.has_grid  # Fig. 2: the paper's BM25 lists only
     claims = {row["id"]: row for row in plan.claims}
     assert claims["tk-beats-bm25"]["a"]["path"] == "results/metrics/synthetic-passage/tk.p1.best.test.csv"
     assert claims["tk-beats-bm25"]["b"]["path"] == "results/metrics/synthetic-passage/bm25.test.csv"
@@ -249,6 +250,7 @@ def claim(**keys):
      "socialformer.curves names 'sf-random-reuse', which is not a trained neural.runs entry"),
     ("socialformer:\n  fig6: {measure: MAP@7}\n", "socialformer uses measure 'MAP@7'"),
     ("socialformer:\n  graph_run: sf-maxp\n", "socialformer.graph_run 'sf-maxp' is not a Socialformer run"),
+    ("choppy:\n  grid_runs: [bm25, dmm]\n", "choppy.grid_runs names 'dmm', which is not a key of choppy.runs"),
     (claim(b="{run: nowhere}"), "claims: claim 'x': run 'nowhere' is not a key of neural.runs"),
     (claim(b="{system: tk.d1.s99}"), "claim 'x': system 'tk.d1.s99' is neither a first_stage system"),
     (claim(direction="not_worse"), "claim 'x': a margin goes with direction not_worse, and only with it"),
@@ -325,6 +327,9 @@ def test_a_paper_whose_dataset_the_study_does_not_run_has_no_outputs():
     plan = StudyPlan.from_config(study_config("first_stage: {datasets: [synthetic-passage]}"))
     assert plan.tkl.outputs() == [] and plan.socialformer.outputs() == []
     assert plan.choppy.names() == ["tk", "drmm"]  # its bm25 lists are synthetic-lists
+    assert plan.choppy.grid_names() == [] and "results/figures/choppy_fig2.png" not in plan.choppy.outputs()
+    every = StudyPlan.from_config(study_config("first_stage: {datasets: [synthetic-passage]}\nchoppy: {grid_runs: []}"))
+    assert every.choppy.grid_names() == ["tk", "drmm"] and "results/figures/choppy_fig2.png" in every.choppy.outputs()
     assert plan.headline_tables() == ["results/tables/" + name for name in (
         "first_stage.csv", "tk_table2.csv", "choppy_table1.csv")]
     assert {row["dataset"] for row in plan.tk.table2_rows()} == {"synthetic-passage"}

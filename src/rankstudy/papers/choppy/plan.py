@@ -7,6 +7,7 @@ import shlex
 from dataclasses import dataclass
 from typing import Any, Mapping
 
+from rankstudy.config import ConfigError
 from rankstudy.papers.section import Study
 from rankstudy.truncation.methods import METRIC_NAMES, methods
 from rankstudy.truncation.methods import METRICS as MEASURES
@@ -39,10 +40,21 @@ class ChoppyOutputs:
         return [name for name, spec in self.section["runs"].items()
                 if "run" in spec or all(part.get("dataset") in self.plan.studied for part in spec.get("folds", [spec]))]
 
+    def grid_names(self) -> list[str]:
+        """The run types whose lists get Fig. 2's d x heads grid (``grid_runs``; empty: every run type)."""
+        chosen = self.section.get("grid_runs") or []
+        return [name for name in self.names() if not chosen or name in chosen]
+
     @property
     def has_grid(self) -> bool:
-        """Whether the config asks for Fig. 2's d x heads grid."""
-        return bool(self.section.get("grid_d")) and bool(self.section.get("grid_heads"))
+        """Whether the config asks for Fig. 2's d x heads grid, on at least one run type."""
+        return bool(self.section.get("grid_d")) and bool(self.section.get("grid_heads")) and bool(self.grid_names())
+
+    def check(self) -> None:
+        unknown = [name for name in self.section.get("grid_runs") or [] if name not in self.section["runs"]]
+        if unknown:
+            raise ConfigError(f"config: choppy.grid_runs names {', '.join(map(repr, unknown))}, which is not a key of "
+                              f"choppy.runs ({', '.join(self.section['runs'])})")
 
     def outputs(self) -> list[str]:
         if not self.names():
