@@ -144,7 +144,9 @@ def test_the_default_plan_names_splits_systems_and_claims():
     assert list(p1_seeds) == ["42", "43", "44"] and "seeds" not in claims["tk-beats-knrm"]["b"]
     assert claims["tk-tuned-depth"]["a"]["seeds"]["44"]["system"] == "tk.p1.s44-full"
     assert "results/metrics/synthetic-passage/tk.p1.s44.test.csv" in plan.claim_inputs()
-    assert all(row["not_run"] is None for row in plan.claims)
+    # p2 (fastText) runs in the extended config only: its claim is listed, not run
+    not_run = {row["id"]: row["not_run"] for row in plan.claims if row["not_run"]}
+    assert not_run == {"tk-fasttext-even": "tk.p2.s42 is not evaluated on synthetic-passage in this config"}
     assert "results/choppy/tk/per_query.csv" in plan.claim_inputs()
 
 
@@ -345,13 +347,13 @@ def test_training_validates_with_the_dev_splits_relevance_threshold():
 def test_a_run_no_target_produces_is_named_at_dag_time():
     """Issue 43: a run trained on a dataset the study does not run (or evaluated on none it runs) is dropped
     from the targets; the plan names it (common.smk logs each as a warning) instead of dropping it silently."""
-    assert StudyPlan.from_config(study_config()).idle_runs() == []
+    assert StudyPlan.from_config(study_config()).idle_runs() == []  # p2's evaluate: [] switches it off on purpose
     plan = StudyPlan.from_config(study_config(
         "first_stage:\n  datasets: [synthetic-doc]\n"
-        "neural:\n  runs:\n    idle: {model: knrm, embeddings: w2v, train: synthetic-doc, evaluate: []}\n"))
+        "neural:\n  runs:\n    idle: {model: knrm, embeddings: w2v, train: synthetic-doc, evaluate: [synthetic-passage]}\n"))
     warnings = plan.idle_runs()
     assert "neural.runs.idle will not run: it evaluates none of first_stage.datasets (synthetic-doc); " \
-           "its evaluate: []" in warnings
+           "its evaluate: ['synthetic-passage']" in warnings
     assert any(w.startswith("neural.runs.p1 will not run: it trains on 'synthetic-passage', which "
                             "first_stage.datasets does not run") for w in warnings)
 
@@ -368,7 +370,9 @@ def test_the_learning_audit_lists_every_trained_seed():
     assert set(plan.learning_audit_inputs()) >= {d1["log"], d1["metrics"], d1["truth"], "text/w2v/embeddings.npy"}
     # word vectors on synthetic data are probed for its synonymy; an encoder's word pieces are not
     assert d1["vectors"] == {"name": "w2v", "vocab": "text/w2v/vocab", "embeddings": "text/w2v/embeddings.npy"}
-    assert next(entry for entry in entries if entry["run"] == "p2")["vectors"]["name"] == "ft"
+    assert "p2" not in {run for run, _ in runs}  # switched off in the default (evaluate: [])
+    extended = StudyPlan.from_config(study_config("neural:\n  runs:\n    p2: {evaluate: [synthetic-passage]}\n"))
+    assert next(entry for entry in extended.learning_audit() if entry["run"] == "p2")["vectors"]["name"] == "ft"
     assert all(entry["vectors"] is None for entry in entries if entry["run"] == "doc-bert")
 
 

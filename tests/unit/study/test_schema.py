@@ -60,7 +60,7 @@ def assert_defaults_match(properties, defaults, where):
 SECTIONS = [
     # neural.device and neural.precision; the dev split's
     (("neural", "training"), TrainConfig, {"device", "precision", "rel_threshold"}, set()),
-    (("choppy",), TruncationConfig, set(), {"runs"}),
+    (("choppy",), TruncationConfig, set(), {"runs", "grid_runs"}),
     (("$choppy_model",), ChoppyConfig, {"max_length"}, set()),  # choppy.n; choppy.model and model_by_metric.*
     (("choppy", "bicut"), BiCutConfig, set(), set()),
     (("neural", "encoders", "*"), StudyEncoderConfig, set(), {"dataset", "embeddings"}),  # rule pretrain_encoder

@@ -101,8 +101,9 @@ class ChoppyOutputs:
         return [f"{directory}/{file}" for file in STUDY_FILES]
 
     def settings(self) -> dict[str, Any]:
-        """The section less its runs: the ``choppy-study`` command's --config."""
-        return {key: value for key, value in self.section.items() if key != "runs"}
+        """The section less what the workflow plans (its runs, which of them get the grid): the ``choppy-study``
+        command's --config."""
+        return {key: value for key, value in self.section.items() if key not in ("runs", "grid_runs")}
 
     def qid_args(self, name: str) -> str:
         """The qid-list options of an external run type, paths shell-quoted (they come from the config)."""
