@@ -22,16 +22,18 @@ echo "start $(date -u) commit $(git rev-parse --short HEAD) on $(nproc) CPUs" > 
 make env > env.log 2>&1
 env_done=$(date +%s)
 echo "make env: $((env_done - start)) s" >> "$report"
-make study > study.log 2>&1 &
+# The end time is taken when make exits, not after the sampling loop's next wake-up (up to 60 s later:
+# the runs before 2026-12-05's second timing were over-counted by that much).
+(status=0; make study > study.log 2>&1 || status=$?; echo "$status $(date +%s)" > study_end) &
 make_pid=$!
 sleep 5
 snakemake_pid=$(pgrep -f "snakemake --cores all" | head -1)
 while kill -0 "$make_pid" 2>/dev/null; do  # epoch, Snakemake's elapsed and CPU seconds, load average
   echo "$(date +%s) $(ps -o etimes=,cputimes= -p "$snakemake_pid") $(cut -d' ' -f1 /proc/loadavg)" >> snakemake_cpu.log
-  sleep 60
+  for _ in $(seq 60); do kill -0 "$make_pid" 2>/dev/null || break; sleep 1; done
 done
-status=0; wait "$make_pid" || status=$?
-study_done=$(date +%s)
+wait "$make_pid" || true
+read -r status study_done < study_end
 echo "make study: exit $status, $((study_done - env_done)) s" >> "$report"
 if $extended; then
   status=0; make study-extended > study-extended.log 2>&1 || status=$?
