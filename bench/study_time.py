@@ -4,7 +4,10 @@ Every rule writes ``benchmarks/.../*.tsv`` (wall seconds ``s``, ``cpu_time``). T
 them per paper and stage, so the study's time budget is measured job by job rather than guessed:
 
     python bench/study_time.py [--config config/config.yaml] [--benchmarks benchmarks]
-                               [--out bench/results/study_time.md]
+                               [--log LOG] [--models models] [--out FILE]
+
+It prints its report; ``--out`` also writes it to a file (bench/results/study_time.md is the curated history
+of timed runs, which a report would overwrite: paste the parts that matter there by hand).
 
 A job belongs to the paper whose config section names its run (``socialformer:`` tables and
 figures, with their ``encoder_from`` warm starts and the study encoder with its token stores;
@@ -197,7 +200,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--config", default="config/config.yaml")
     parser.add_argument("--benchmarks", default="benchmarks")
-    parser.add_argument("--out", default="bench/results/study_time.md")
+    parser.add_argument("--out", type=Path, help="also write the report to this file")
     parser.add_argument("--log", type=Path, help="a run's .snakemake/log/*.snakemake.log: elapsed time, idle cores")
     parser.add_argument("--cores", type=int, default=2, help="the cores that run gave Snakemake")
     parser.add_argument("--models", type=Path, help="the run's models/ folder: training time after the best step")
@@ -254,10 +257,14 @@ def main() -> None:
                   "| training | min | steps | best step | min after it |", "|---|---:|---:|---:|---:|"]
         lines += [f"| {t.name} | {t.seconds / 60:.1f} | {t.steps} | {t.best_step} | {t.after_best / 60:.1f} |"
                   for t in sorted(trained, key=lambda t: -t.after_best) if t.after_best > 0]
-    missing = sorted(name for name in papers if name not in seen_runs)
+    runs = config.get("neural", {}).get("runs", {})
+    switched_off = sorted(name for name in papers if runs.get(name, {}).get("evaluate") == [])
+    missing = sorted(name for name in papers if name not in seen_runs and name not in switched_off)
     lines += ["", "Runs without any benchmark file (not run yet): " + (", ".join(missing) or "none") + ".",
+              "Runs the config switches off (`evaluate: []`): " + (", ".join(switched_off) or "none") + ".",
               f"Left out: {len(stale)} files of runs the config no longer has" + (f" ({', '.join(stale)})." if stale else ".")]
-    Path(args.out).write_text("\n".join(lines) + "\n")
+    if args.out:
+        args.out.write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
 
 
