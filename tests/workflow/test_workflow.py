@@ -90,17 +90,17 @@ def test_dry_run_lists_the_study_jobs(tmp_path):
         "vocabulary": 1, "embeddings": 2, "store_collection": 4, "store_queries": 12, "pretrain_encoder": 1,
         # triples for both datasets, listwise groups for the Socialformer runs
         "examples": 3,
-        # TK paper: p1 x 3 seeds, d1, d3, knrm, conv_knrm (d2 reuses p1's models on documents; p2: extended);
+        # TK paper: p1 x 3 seeds, d1, d3, knrm (d2 reuses p1's models on documents; p2 and conv_knrm: extended);
         # TKL paper: 3 baselines + BERT[CLS], TKL 2k/4k, 2 saturation variants; Socialformer paper: the
         # passage cross-encoder (exported as the others' encoder), node, FirstP, MaxP, PARADE, 5 ablations
         # (config/extended.yaml adds the other rows); Choppy paper: DRMM
-        "train": 7 + 8 + 10 + 1, "export_encoder": 1,
-        # re-ranking dev and test in one job: TK runs (p1 x 3, d1, d2 x 3, d3, knrm, conv_knrm), TKL runs (8),
+        "train": 6 + 8 + 10 + 1, "export_encoder": 1,
+        # re-ranking dev and test in one job: TK runs (p1 x 3, d1, d2 x 3, d3, knrm), TKL runs (8),
         # Socialformer runs (5), DRMM; the 5 Socialformer ablations re-rank test only (splits: [test]), so they
         # tune no depth; the ensemble p3 and p1's best-validated seed tune their own depths for their full tasks
-        "rerank_dev_test": 10 + 8 + 5 + 1, "rerank": 5,
-        "tune_depth": 10 + 8 + 5 + 2 + 1, "full_task": 20 + 16 + 15 + 4 + 2, "ensemble": 2,
-        "select_seed": 2, "evaluate": 18 + 42 + 32 + 30 + 6 + 4,
+        "rerank_dev_test": 9 + 8 + 5 + 1, "rerank": 5,
+        "tune_depth": 9 + 8 + 5 + 2 + 1, "full_task": 18 + 16 + 15 + 4 + 2, "ensemble": 2,
+        "select_seed": 2, "evaluate": 18 + 38 + 32 + 30 + 6 + 4,
         "tk_table2": 1, "tk_table3_4": 1, "tk_view": 1, "efficiency": 1,
         # TKL paper: Tables 1-2, the evidence table, Figs. 1-3 (Fig. 3 from TKL's regions)
         "tkl_table": 2, "tkl_evidence": 1, "tkl_fig1": 1, "tkl_fig2": 1, "tkl_regions": 1, "tkl_fig3": 1,
@@ -112,7 +112,7 @@ def test_dry_run_lists_the_study_jobs(tmp_path):
         # the claims scoreboard, the reproduction report (synthetic data: not comparable), the
         # expected-results check (docs/claims.md) and the learning audit of every trained run
         "claims": 1, "reproduction": 1, "check_expected": 1, "learning_audit": 1,
-        "all": 1, "total": 355,
+        "all": 1, "total": 346,
     }
 
 
