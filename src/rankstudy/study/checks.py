@@ -45,6 +45,7 @@ def check_references(config: Mapping[str, Any]) -> None:
         if taken:
             raise ConfigError(f"config: datasets.{name}.folds makes the fold datasets {name}-fold1 ...; "
                               f"{', '.join(taken)} is already a key of datasets")
+    _check_teachers(neural)
     systems = config["first_stage"]["systems"]
     if neural["rerank"]["first_stage"] not in systems:
         raise ConfigError(f"config: neural.rerank.first_stage names {neural['rerank']['first_stage']!r}, which is "
@@ -53,6 +54,24 @@ def check_references(config: Mapping[str, Any]) -> None:
         if dataset.get("rerank_from", neural["rerank"]["first_stage"]) not in systems:
             raise ConfigError(f"config: datasets.{name}.rerank_from names {dataset['rerank_from']!r}, which is not a "
                               f"first_stage system ({', '.join(systems)})")
+
+
+def _check_teachers(neural: Mapping[str, Any]) -> None:
+    """An ensemble's members are encoder teachers; every training's ``teacher: {scores: NAME}`` names a teacher."""
+    teachers = neural.get("teachers", {})
+    encoders = [name for name, spec in teachers.items() if "members" not in spec]
+    for name, spec in teachers.items():
+        for member in spec.get("members", []):
+            if member not in encoders:
+                raise ConfigError(f"config: neural.teachers.{name}.members names {member!r}, which is not an encoder "
+                                  f"entry of neural.teachers (known: {', '.join(encoders) or 'none'})")
+    trainings = [("neural.training", neural["training"])] + [
+        (f"neural.runs.{run}.training", spec.get("training", {})) for run, spec in neural["runs"].items()]
+    for where, training in trainings:
+        scores = (training.get("teacher") or {}).get("scores")
+        if scores is not None and scores not in teachers:
+            raise ConfigError(f"config: {where}.teacher.scores names {scores!r}, which is not a key of "
+                              f"neural.teachers (known: {', '.join(teachers) or 'none'})")
 
 
 def check_plan(plan) -> None:

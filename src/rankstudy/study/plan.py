@@ -18,7 +18,7 @@ from rankstudy.study.checks import check_plan, check_references
 from rankstudy.study.claims import resolve_claims
 from rankstudy.study.folds import Folds, alternatives
 from rankstudy.study.runs import Run, plan_runs, system_run
-from rankstudy.study.stages import FirstStage, Text
+from rankstudy.study.stages import FirstStage, Teachers, Text
 
 SYNTHETIC_SPLITS = ("train", "dev", "test")
 
@@ -139,6 +139,10 @@ class StudyPlan:
     @cached_property
     def folds(self) -> Folds:
         return Folds(self)
+
+    @cached_property
+    def teachers(self) -> Teachers:
+        return Teachers(self)
 
     @cached_property
     def tk(self) -> TKOutputs:

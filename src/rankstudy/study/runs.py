@@ -42,8 +42,12 @@ class Run:
 
     @property
     def example_kind(self) -> str:
-        """Training examples: groups (1 positive + negatives) for the listwise loss, else triples."""
-        return "groups" if self.training["loss"] == "listwise" else "triples"
+        """Training examples: groups (1 positive + negatives) for the listwise loss, a teacher's scored triples
+        (``teacher.NAME``) where the run's teacher names ``scores``, else triples."""
+        if self.training["loss"] == "listwise":
+            return "groups"
+        scores = (self.training.get("teacher") or {}).get("scores")
+        return f"teacher.{scores}" if scores else "triples"
 
     def model_dir(self, seed: int, dataset: str | None = None) -> str:
         """Where a seed's model lives; ``dataset``: the fold of the train dataset it trained on (query folds)."""

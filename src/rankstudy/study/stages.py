@@ -3,6 +3,7 @@ and dense systems) and the neural text pipeline (vocabularies, token stores, wor
 
 from __future__ import annotations
 
+import json
 import shlex
 from dataclasses import dataclass
 from typing import Any, Mapping
@@ -147,3 +148,41 @@ class Text:
 
     def encoder_settings(self, name: str) -> dict[str, Any]:
         return {key: value for key, value in self.plan.encoders[name].items() if key not in ("dataset", "embeddings")}
+
+
+# the keys of a neural.teachers encoder entry that are its encoder's settings (train.teachers.TeacherConfig)
+TEACHER_KEYS = ("kind", "encoder", "pooling", "l2_norm", "scale", "max_length", "query_max_length", "batch_size")
+
+
+@dataclass(frozen=True)
+class Teachers:
+    """neural.teachers: Margin-MSE teachers whose scores the training triples carry (train.teachers). An entry is
+    an encoder (``kind``, ``encoder``, ...: its vectors are made once per dataset) or an ensemble (``members``:
+    names of encoder entries); either may mine harder negatives (``mining``)."""
+    plan: Study
+
+    @property
+    def entries(self) -> Mapping[str, Mapping[str, Any]]:
+        return self.plan.config["neural"].get("teachers", {})
+
+    def members(self, name: str) -> list[str]:
+        """The encoder entries whose vectors a teacher reads: its members, or itself."""
+        return list(self.entries[name].get("members", [name]))
+
+    def encoder_settings(self, name: str) -> dict[str, Any]:
+        """An encoder teacher's TeacherConfig settings (its vectors' job)."""
+        return {key: value for key, value in self.entries[name].items() if key in TEACHER_KEYS}
+
+    def vectors(self, dataset: str, name: str) -> list[str]:
+        """The vectors directories of a teacher's members over a dataset's collection and queries."""
+        return [f"teachers/{dataset}/{member}" for member in self.members(name)]
+
+    def triples_args(self, dataset: str, name: str) -> str:
+        """rankstudy teacher-triples' settings: the members' scales, the mining, the students' validation measure
+        and depth (the teacher is validated as they are), the dataset's training grade, the seed."""
+        scales = " ".join(str(float(self.entries[member].get("scale", 1.0))) for member in self.members(name))
+        training = self.plan.config["neural"]["training"]
+        mining = json.dumps(dict(self.entries[name].get("mining", {})), sort_keys=True)
+        return (f"--scales {scales} --mining {shlex.quote(mining)} --metric {shlex.quote(training['metric'])}"
+                f" --validation-depth {training['validation_depth']}"
+                f" --rel-threshold {self.plan.train_min_grade(dataset)} --seed {self.plan.seed}")

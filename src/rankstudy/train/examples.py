@@ -9,7 +9,8 @@
 * Queries are visited in qid order, each with its own draws from one
   ``numpy.random.default_rng(seed)``; queries without a positive or a negative are skipped.
 
-``triples.tsv``: ``qid<TAB>positive<TAB>negative``; ``groups.tsv``: ``qid<TAB>positive<TAB>n1,n2,...``.
+``triples.tsv``: ``qid<TAB>positive<TAB>negative``; ``groups.tsv``: ``qid<TAB>positive<TAB>n1,n2,...``;
+scored triples (``train.teachers``): ``qid<TAB>positive<TAB>negative<TAB>teacher score<TAB>teacher score``.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ log = logging.getLogger(__name__)
 
 Triple = tuple[str, str, str]
 Group = tuple[str, str, tuple[str, ...]]
+ScoredTriple = tuple[str, str, str, float, float]  # a triple and its teacher's scores of the two passages
 
 _ID = re.compile(r"^[^\s,]+$")
 
@@ -139,6 +141,28 @@ def read_triples(path: str | os.PathLike) -> list[Triple]:
             if not _ID.match(negative):
                 raise FormatError(path, number, expected, line)
             triples.append((qid, positive, negative))
+    if not triples:
+        raise _empty(path, expected)
+    return triples
+
+
+def read_scored_triples(path: str | os.PathLike) -> list[ScoredTriple]:
+    """Triples with a teacher's scores of the positive and the negative (finite numbers)."""
+    expected = "5 tab-separated fields 'qid<TAB>positive<TAB>negative<TAB>positive score<TAB>negative score'"
+    triples = []
+    for number, line in _lines(path):
+        if not line.strip():
+            continue
+        parts = line.split("\t")
+        if len(parts) != 5 or not all(_ID.match(p) for p in parts[:3]):
+            raise FormatError(path, number, expected, line)
+        try:
+            scores = float(parts[3]), float(parts[4])
+        except ValueError:
+            raise FormatError(path, number, expected, line) from None
+        if not all(np.isfinite(scores)):
+            raise FormatError(path, number, "finite teacher scores", line)
+        triples.append((parts[0], parts[1], parts[2], *scores))
     if not triples:
         raise _empty(path, expected)
     return triples

@@ -90,8 +90,9 @@ class TrainConfig:
     # train on the examples of this many training queries only (a learning curve: examples.query_subset);
     # None = all
     train_queries: int | None = None
-    # loss margin_mse: the teacher whose score margins the model learns, {model: a MODELS name, **its settings},
-    # frozen and untrained (e.g. a pre-trained bi-encoder zero-shot); it reads the model's own token stores
+    # loss margin_mse: the teacher whose score margins the model learns: {model: a MODELS name, **its settings},
+    # frozen and untrained (e.g. a pre-trained bi-encoder zero-shot), scoring the model's own token stores; or
+    # {scores: a neural.teachers name}, whose scores the examples carry (scored triples: train.teachers)
     teacher: dict[str, Any] | None = None
 
     def __post_init__(self) -> None:
@@ -102,9 +103,10 @@ class TrainConfig:
         if (self.loss == "margin_mse") != (self.teacher is not None):
             raise ValueError("loss margin_mse needs a teacher ({model: NAME, ...its settings}) and a teacher needs "
                              f"loss margin_mse; got loss {self.loss!r} and teacher {self.teacher!r}")
-        if self.teacher is not None and not (isinstance(self.teacher, Mapping)
-                                             and isinstance(self.teacher.get("model"), str)):
-            raise ValueError(f"teacher must map 'model' to a model name, got {self.teacher!r}")
+        if self.teacher is not None and not (isinstance(self.teacher, Mapping) and (
+                isinstance(self.teacher.get("model"), str) != isinstance(self.teacher.get("scores"), str))):
+            raise ValueError(f"teacher must map either 'model' to a model name or 'scores' to a teacher name, "
+                             f"got {self.teacher!r}")
         if self.loss == "margin_mse" and self.query_negatives:
             raise ValueError("loss margin_mse and query_negatives do not go together: the teacher scores the triples")
         check_ints(self, "max_steps", "validate_every", "patience", "validation_depth", "batch_size", "rel_threshold",
@@ -180,7 +182,7 @@ def batch_pass(batch: Sequence[tuple], listwise: bool, query_store, doc_store, c
     scored in one forward pass.
 
     ``teacher`` (loss margin_mse): the frozen model whose scores of the same inputs give the target margins,
-    scored here in fp32 without gradients.
+    scored here in fp32 without gradients; None with scored triples, whose teacher scores are the targets.
 
     ``cfg.query_negatives``: every positive d+_i is also scored with the next example's query
     q_{i+1} (cyclically; a different query whenever the batch has several) as one more negative of
@@ -200,7 +202,10 @@ def batch_pass(batch: Sequence[tuple], listwise: bool, query_store, doc_store, c
         positives = docs[::per_query] if listwise else docs[:len(batch)]
         queries = torch.cat([queries, query.roll(-1, dims=0)])
         docs = torch.cat([docs, positives])
-    if cfg.loss == "margin_mse":
+    if cfg.loss == "margin_mse" and teacher is None:  # scored triples: (qid, positive, negative, s+, s-)
+        targets = torch.tensor([example[3] for example in batch] + [example[4] for example in batch],
+                               dtype=torch.float32, device=device)
+    elif cfg.loss == "margin_mse":
         with torch.no_grad():
             targets = teacher(queries, docs).float()
 
@@ -298,7 +303,8 @@ def train(model: torch.nn.Module, examples: Sequence[tuple], query_store, doc_st
           teacher: torch.nn.Module | None = None) -> dict:
     """Train ``model`` on triples (pairwise, margin_mse) or groups (listwise); resume from ``out_dir/checkpoint.pt``.
 
-    ``teacher``: the model built from ``cfg.teacher`` (loss margin_mse), kept frozen in eval mode.
+    ``teacher``: the model built from ``cfg.teacher`` (loss margin_mse), kept frozen in eval mode; None when the
+    examples are scored triples (``cfg.teacher`` names their ``scores``).
 
     ``recorded``: the caller's settings (e.g. the model's name and settings) written into
     ``config.json`` beside the loop's own, and checked like them before a checkpoint is resumed.
@@ -317,8 +323,12 @@ def train(model: torch.nn.Module, examples: Sequence[tuple], query_store, doc_st
     random.seed(seed)
     np.random.seed(seed)
     model.to(device)
-    if (cfg.loss == "margin_mse") != (teacher is not None):
+    scored = cfg.loss == "margin_mse" and "scores" in cfg.teacher
+    if (cfg.loss == "margin_mse" and not scored) != (teacher is not None):
         raise StudyError(f"loss {cfg.loss} {'needs' if teacher is None else 'takes no'} teacher model")
+    if scored and len(examples[0]) != 5:
+        raise StudyError(f"teacher {cfg.teacher['scores']!r}: the examples carry no teacher scores (expected scored "
+                         "triples: qid, positive, negative, two scores)")
     if teacher is not None:
         teacher.to(device).eval().requires_grad_(False)
     optimizer = OPTIMIZERS[cfg.optimizer](optimizer_groups(model, cfg.learning_rates), weight_decay=cfg.weight_decay)

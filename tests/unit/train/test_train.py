@@ -167,7 +167,7 @@ def test_train_config_validation():
                          ({"micro_batch": 4, "query_negatives": True}, "micro_batch and query_negatives"),
                          ({"loss": "margin_mse"}, "margin_mse needs a teacher"),
                          ({"teacher": {"model": "bi_encoder"}}, "a teacher needs loss margin_mse"),
-                         ({"loss": "margin_mse", "teacher": {"encoder": "minilm"}}, "teacher must map 'model'"),
+                         ({"loss": "margin_mse", "teacher": {"encoder": "minilm"}}, "teacher must map either 'model'"),
                          ({"loss": "margin_mse", "teacher": {"model": "bi_encoder"}, "query_negatives": True},
                           "margin_mse and query_negatives")]:
         with pytest.raises(ConfigError, match=message):
