@@ -290,10 +290,10 @@ def write_scored_triples(path: Path, triples: Sequence[tuple[str, str, str]], po
             out.write(f"{qid}\t{pos}\t{neg}\t{s_pos:.6g}\t{s_neg:.6g}\n")
 
 
-def margin_summary(name: str, positive: np.ndarray, negative: np.ndarray) -> dict:
+def margin_summary(positive: np.ndarray, negative: np.ndarray) -> dict:
     """How the teacher sees the triples: mean and sd of its margins, the share it orders right."""
     margins = positive - negative
-    return {"teacher": name, "triples": int(len(margins)), "margin_mean": float(margins.mean()),
+    return {"triples": int(len(margins)), "margin_mean": float(margins.mean()),
             "margin_sd": float(margins.std()), "positive_first": float((margins > 0).mean())}
 
 
@@ -340,7 +340,8 @@ def score_triples(teacher: Teacher, given: Sequence[tuple[str, str, str]], qrels
     positive = teacher.pair_scores([(q, p) for q, p, _ in triples])
     negative = teacher.pair_scores([(q, n) for q, _, n in triples])
     write_scored_triples(out, triples, positive, negative)
-    summary = {**margin_summary("teacher", positive, negative), "given": len(given),
+    summary = {**margin_summary(positive, negative), "weights": [member.weight for member in teacher.members],
+               "given": len(given),
                "mined": len(triples) - len(given),
                "given_positive_first": float((positive[:len(given)] > negative[:len(given)]).mean())}
     log.info("scored triples -> %s: %s", out, summary)

@@ -85,3 +85,35 @@ neural:
 def test_bad_settings_are_refused_naming_them(override, message):
     with pytest.raises(ConfigError, match=message):
         msmarco(override)
+
+
+def test_distilled_runs_train_on_their_teachers_scored_triples():
+    plan = msmarco("""
+neural:
+  teachers:
+    a: {kind: dense, encoder: minilm, scale: 2}
+    b: {kind: splade, encoder: splade-tiny}
+    both: {members: [a, b], mining: {per_query: 4}}
+  runs:
+    tk-both: {model: tk, embeddings: minilm-table, train: msmarco-train, evaluate: [dl-test-a], rerank_depth: 100,
+              training: {loss: margin_mse, teacher: {scores: both}}}
+""")
+    assert plan.train_inputs("msmarco-train", "tk-both", 42)["examples"] == "train/msmarco-train/teacher.both.tsv"
+    assert plan.teachers.vectors("msmarco-train", "both") == ["teachers/msmarco-train/a", "teachers/msmarco-train/b"]
+    settings = plan.teachers.encoder_settings("a")  # TeacherConfig's fields, the schema's defaults filled in
+    assert settings["kind"] == "dense" and settings["scale"] == 2 and settings["max_length"] == 256
+    assert "mining" not in settings
+    args = plan.teachers.triples_args("msmarco-train", "both")
+    assert args.startswith("--scales 2.0 1.0 --mining '{\"above_positive\": false, \"depth\": 100, \"per_query\": 4, "
+                           "\"skip\": 3}'") and "--seed 42" in args
+    assert "--metric RR@10 --validation-depth 30 --rel-threshold 1" in args
+
+
+@pytest.mark.parametrize("override, message", [
+    ("neural: {teachers: {e: {members: [x, y]}}}", "neural.teachers.e.members names 'x', which is not an encoder"),
+    ("neural: {runs: {tk: {training: {loss: margin_mse, teacher: {scores: nope}}}}}",
+     "neural.runs.tk.training.teacher.scores names 'nope', which is not a key of neural.teachers"),
+])
+def test_teachers_that_name_nothing_are_refused(override, message):
+    with pytest.raises(ConfigError, match=message):
+        msmarco(override)
