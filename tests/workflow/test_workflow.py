@@ -314,6 +314,8 @@ def test_the_msmarco_config_trains_on_one_folder_and_tests_on_any_two_of_the_tre
         "index": 1, "first_stage": 2, "official_candidates": tests, "dense_index": tests, "dense_search": tests,
         # MiniLM's input table (a vocabulary) and MiniLM's word pieces; 3 datasets, 4 query splits
         "vocabulary": 1, "embeddings": 2, "store_collection": 2 * 3, "store_queries": 2 * 4, "examples": 1,
+        # the two teachers' vectors of the pool and queries; the BM25 and mined triples scored by their ensemble
+        "teacher_vectors": 2, "teacher_triples": 1,
         "train": trained, "rerank": trained * tests, "full_task": trained * tests,
         # the training pool's BM25 (train, dev); each test folder's BM25, MiniLM and each run's two tasks
         "evaluate": 2 + tests * (2 + 2 * trained),
@@ -327,13 +329,17 @@ def test_the_msmarco_config_trains_on_one_folder_and_tests_on_any_two_of_the_tre
             "--queries text/minilm-table/dl-test-b/queries.test --documents text/minilm-table/dl-test-b/collection "
             "--candidates runs/dl-test-b/bm25-given.test.run") in output
     assert "encoder_table" in output
+    assert ("teacher-triples --vectors teachers/msmarco-train/minilm teachers/msmarco-train/splade --triples "
+            "train/msmarco-train/triples.tsv") in output
+    assert "--examples train/msmarco-train/teacher.ensemble.tsv" in output  # the distilled runs' examples
 
     # the extended variant adds TK on word2vec, BERT[CLS]'s second seed and the learning curve's nine runs
     extended = snakemake(work, "-n", "--cores", "2", "--configfile", "tiny-msmarco.yaml",
                          "config/msmarco-passages-extended.yaml")
     assert extended.returncode == 0, extended.stderr[-3000:]
     more = job_counts(extended.stdout + extended.stderr)
-    assert more["train"] == trained + 2 + 9 and more["tk_learning_curve"] == 1
+    # ... and TK trained with the pairwise hinge and with each teacher alone (their own scored triples)
+    assert more["train"] == trained + 2 + 9 + 3 and more["tk_learning_curve"] == 1 and more["teacher_triples"] == 3
     assert more["vocabulary"] == 2 and more["embeddings"] == 3  # word2vec's
 
 
@@ -352,12 +358,12 @@ neural:
   runs:
     bert: {training: {max_steps: 2, validate_every: 2, batch_size: 2}}
     bi: {training: {max_steps: 2, validate_every: 2, batch_size: 2}}
-    tk-1k: {training: {train_queries: 2}}
-    tk-2k: {training: {train_queries: 4}}
-    tk-4k: {training: {train_queries: 6}}
-    knrm-1k: {training: {train_queries: 2}}
-    knrm-2k: {training: {train_queries: 4}}
-    knrm-4k: {training: {train_queries: 6}}
+    tk-1k: {training: {loss: margin_mse, teacher: {scores: ensemble}, train_queries: 2}}
+    tk-2k: {training: {loss: margin_mse, teacher: {scores: ensemble}, train_queries: 4}}
+    tk-4k: {training: {loss: margin_mse, teacher: {scores: ensemble}, train_queries: 6}}
+    knrm-1k: {training: {loss: margin_mse, teacher: {scores: ensemble}, train_queries: 2}}
+    knrm-2k: {training: {loss: margin_mse, teacher: {scores: ensemble}, train_queries: 4}}
+    knrm-4k: {training: {loss: margin_mse, teacher: {scores: ensemble}, train_queries: 6}}
     bert-1k: {training: {max_steps: 2, validate_every: 2, batch_size: 2, train_queries: 2}}
     bert-2k: {training: {max_steps: 2, validate_every: 2, batch_size: 2, train_queries: 4}}
     bert-4k: {training: {max_steps: 2, validate_every: 2, batch_size: 2, train_queries: 6}}
