@@ -138,3 +138,13 @@ def test_cli_subcommands(tmp_path, curve_inputs):
     result = cli("tk-learning-curve", "--metrics", str(csvs[0]), "--points", "{oops", "--out-prefix", "x",
                  "--figure-prefix", "y")
     assert result.returncode == 2 and "--points: not JSON" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_training_queries_counts_every_kind_of_examples_file(tmp_path):
+    from rankstudy.papers.tk.tradeoff import training_queries
+
+    files = {"triples.tsv": "q1\tp\tn\nq2\tp\tn\nq1\tp\tm\n", "groups.tsv": "q1\tp\tn,m\nq3\tp\tn,m\n",
+             "teacher.ensemble.tsv": "q1\tp\tn\t2.5\t1.0\nq2\tp\tn\t3.0\t-1.0\nq4\tp\tn\t1\t0\n"}
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
+    assert [training_queries(tmp_path / name) for name in files] == [2, 2, 3]

@@ -92,10 +92,13 @@ def _values(metrics: pd.DataFrame, entry: Mapping[str, Any], keys: Sequence[str]
 
 
 def training_queries(examples_path: str | os.PathLike) -> int:
-    """How many queries a training examples file (triples or groups: ``qid`` first) has examples of."""
-    from rankstudy.train.examples import read_groups, read_triples
+    """How many queries a training examples file (triples, a teacher's scored triples or groups: ``qid`` first)
+    has examples of."""
+    from rankstudy.train.examples import read_groups, read_scored_triples, read_triples
 
-    read = read_groups if Path(examples_path).name.startswith("groups") else read_triples
+    name = Path(examples_path).name
+    read = (read_groups if name.startswith("groups") else read_scored_triples if name.startswith("teacher.")
+            else read_triples)
     return len({example[0] for example in read(examples_path)})
 
 
