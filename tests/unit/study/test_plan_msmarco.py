@@ -28,7 +28,7 @@ def test_each_dataset_re_ranks_its_own_first_stage():
     assert training["dev_run"] == "runs/msmarco-train/bm25.dev.run"
     # no training reads the zero-shot MiniLM reference (its dense index is not preparation: workflow priorities)
     assert plan.training_first_stages() == {"bm25"}
-    assert training["examples"] == "train/msmarco-train/triples.tsv"
+    assert training["examples"] == "train/msmarco-train/teacher.ensemble.tsv"  # distilled: the scored triples
     rerank = plan.rerank_inputs("dl-test-a", "tk", 43, "test")
     assert rerank["candidates"] == "runs/dl-test-a/bm25-given.test.run"
     assert rerank["model"] == "models/msmarco-train/tk/tk/seed43/model.pt"
@@ -73,7 +73,8 @@ neural:
                                   for d in ("dl-test-a", "dl-test-b")]
     inputs = plan.tk.learning_curve_inputs()
     assert "results/metrics/dl-test-b/tk.tk-1k.s42.test.csv" in inputs["metrics"]
-    assert inputs["examples"] == ["train/msmarco-train/triples.tsv"]
+    # tk-1k trains on the BM25 triples (the hinge), tk on the ensemble's scored triples
+    assert inputs["examples"] == ["train/msmarco-train/teacher.ensemble.tsv", "train/msmarco-train/triples.tsv"]
 
 
 @pytest.mark.parametrize("override, message", [
