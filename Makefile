@@ -43,7 +43,7 @@ SNAKEMAKE_ARGS ?=
 # then commit dvc.lock and summary/ with git.
 # (Folders a config does not produce are recorded empty: DVC has no optional outputs.)
 push:
-	mkdir -p data index text train models encoders runs results logs benchmarks
+	mkdir -p data index text train teachers models encoders runs results logs benchmarks
 	dvc commit --force study
 	dvc repro --single-item summary
 	dvc push
