@@ -53,8 +53,7 @@ def train_model(model_name: str, model_settings: Mapping[str, Any], train_settin
         idf = collection_idf(document_store, size=len(vectors) if vectors.size else None)
     torch.manual_seed(seed)
     model = build_model(model_name, model_settings, vectors, idf=idf)
-    scored = cfg.teacher is not None and "scores" in cfg.teacher
-    read = read_groups if cfg.loss == "listwise" else read_scored_triples if scored else read_triples
+    read = read_groups if cfg.loss == "listwise" else read_scored_triples if cfg.scored_examples else read_triples
     validate = make_validator(formats.read_run(dev_run), formats.read_qrels(dev_qrels), TokenStore(dev_queries),
                               document_store, cfg)
     # load_trained builds the model from the recorded name and settings; the checkpoint is resumed only
@@ -78,7 +77,7 @@ def train_model(model_name: str, model_settings: Mapping[str, Any], train_settin
 def _teacher(cfg: TrainConfig, vectors: np.ndarray, *stores: Path) -> Ranker | None:
     """The frozen teacher of loss margin_mse, built untrained from ``cfg.teacher`` (after the model, so that the
     model's initial weights do not depend on it); it must read the model's token stores."""
-    if cfg.teacher is None or "scores" in cfg.teacher:  # none, or scores carried by the examples
+    if cfg.teacher is None or cfg.scored_examples:
         return None
     settings = {key: value for key, value in cfg.teacher.items() if key != "model"}
     name = cfg.teacher["model"]

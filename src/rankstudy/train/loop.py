@@ -133,6 +133,11 @@ class TrainConfig:
             raise ValueError(f"device must be 'auto', 'cpu' or 'cuda[:n]', not {self.device!r}")
         check_precision(self.precision)
 
+    @property
+    def scored_examples(self) -> bool:
+        """Whether the examples carry the teacher's scores (``teacher: {scores: NAME}``): no teacher model."""
+        return self.teacher is not None and "scores" in self.teacher
+
 
 
 def optimizer_groups(model: torch.nn.Module, learning_rates: Mapping[str, float]) -> list[dict]:
@@ -202,7 +207,7 @@ def batch_pass(batch: Sequence[tuple], listwise: bool, query_store, doc_store, c
         positives = docs[::per_query] if listwise else docs[:len(batch)]
         queries = torch.cat([queries, query.roll(-1, dims=0)])
         docs = torch.cat([docs, positives])
-    if cfg.loss == "margin_mse" and teacher is None:  # scored triples: (qid, positive, negative, s+, s-)
+    if cfg.loss == "margin_mse" and cfg.scored_examples:  # scored triples: (qid, positive, negative, s+, s-)
         targets = torch.tensor([example[3] for example in batch] + [example[4] for example in batch],
                                dtype=torch.float32, device=device)
     elif cfg.loss == "margin_mse":
@@ -323,10 +328,9 @@ def train(model: torch.nn.Module, examples: Sequence[tuple], query_store, doc_st
     random.seed(seed)
     np.random.seed(seed)
     model.to(device)
-    scored = cfg.loss == "margin_mse" and "scores" in cfg.teacher
-    if (cfg.loss == "margin_mse" and not scored) != (teacher is not None):
+    if (cfg.loss == "margin_mse" and not cfg.scored_examples) != (teacher is not None):
         raise StudyError(f"loss {cfg.loss} {'needs' if teacher is None else 'takes no'} teacher model")
-    if scored and len(examples[0]) != 5:
+    if cfg.scored_examples and len(examples[0]) != 5:
         raise StudyError(f"teacher {cfg.teacher['scores']!r}: the examples carry no teacher scores (expected scored "
                          "triples: qid, positive, negative, two scores)")
     if teacher is not None:

@@ -21,7 +21,7 @@ with a dense retriever. The guard against false negatives (a pool passage that a
 MS MARCO judges about one passage a query): skip the teacher's ``skip`` best unjudged passages and any it scores
 above the query's positive. Each query gets ``per_query`` mined triples beside its BM25 triples.
 
-Scored triples (``scored_triples.tsv``): ``qid<TAB>positive<TAB>negative<TAB>teacher(q, positive)<TAB>teacher(q,
+Scored triples (``train/{dataset}/teacher.NAME.tsv``): ``qid<TAB>positive<TAB>negative<TAB>teacher(q, positive)<TAB>teacher(q,
 negative)``; ``train.examples.read_scored_triples`` reads them.
 """
 
@@ -39,14 +39,13 @@ from scipy import sparse
 from tqdm import tqdm
 
 from rankstudy.atomic import atomic_open, atomic_path
+from rankstudy.dense import SORT_WINDOW  # texts encoded in length-sorted windows of batches, as the dense index
 from rankstudy.errors import StudyError
 from rankstudy.formats import Qrels, Run
 
 log = logging.getLogger(__name__)
 
 KINDS = ("dense", "splade")
-# texts are encoded in length-sorted batches (padding to each batch's longest), in windows of this many batches
-SORT_WINDOW = 64
 
 
 @dataclass
@@ -219,10 +218,10 @@ class Teacher:
                     member.queries.rows([q for q, _ in chunk]), member.documents.rows([d for _, d in chunk]))
         return scores
 
-    def rank(self, qids: Sequence[str], docids: Sequence[str] | None, depth: int
-             ) -> dict[str, list[tuple[str, float]]]:
-        """Each query's top ``depth`` of ``docids`` (None: the whole pool) by s(q, d): a first stage over the pool."""
-        docids = list(docids if docids is not None else self.members[0].documents.ids)
+    def rank(self, qids: Sequence[str], depth: int) -> dict[str, list[tuple[str, float]]]:
+        """Each query's top ``depth`` of the whole pool by s(q, d): a first stage over the pool (the members'
+        vectors aligned on the first member's passage order)."""
+        docids = self.members[0].documents.ids
         depth = min(depth, len(docids))
         transposed = [(m.weight, m.documents.rows(docids).T.tocsr() if sparse.issparse(m.documents.matrix)
                        else m.documents.rows(docids).T) for m in self.members]
@@ -335,7 +334,7 @@ def score_triples(teacher: Teacher, given: Sequence[tuple[str, str, str]], qrels
     """The given triples and the mined ones with the teacher's scores (``out``); returns the margin summary."""
     triples = list(given)
     if mining.per_query:
-        ranked = teacher.rank(sorted(qrels), None, mining.depth)
+        ranked = teacher.rank(sorted(qrels), mining.depth)
         triples += mine_triples(qrels, ranked, teacher, mining, rel_threshold, seed)
     positive = teacher.pair_scores([(q, p) for q, p, _ in triples])
     negative = teacher.pair_scores([(q, n) for q, _, n in triples])

@@ -48,7 +48,7 @@ def test_vectors_are_written_once_per_text_and_rank_the_answer_first(encoded):
     else:  # mean-pooled, unit length
         assert np.allclose(np.linalg.norm(documents.matrix, axis=1), 1, atol=1e-5)
     teacher = tt.load_teacher([folder], [20.0], [])
-    ranked = teacher.rank(list(QUERIES), None, 2)
+    ranked = teacher.rank(list(QUERIES), 2)
     assert [d for d, _ in ranked["q-rome"]][0] == "p-rome" and [d for d, _ in ranked["q-soup"]][0] == "p-soup"
     scores = [s for _, s in ranked["q-rome"]]
     assert scores == sorted(scores, reverse=True) and len(scores) == 2
@@ -84,7 +84,7 @@ def test_mined_negatives_skip_the_teachers_best_and_those_above_the_positive():
     member = _dense_teacher([[1.0]], [[10.0 - i] for i in range(10)])
     teacher = tt.Teacher([member])
     qrels = {"q0": {"d4": 1, "d2": 0}}
-    ranked = teacher.rank(["q0"], None, 10)
+    ranked = teacher.rank(["q0"], 10)
     guarded = tt.mine_triples(qrels, ranked, teacher, tt.MiningConfig(per_query=20, depth=10, skip=1), 1, seed=0)
     # unjudged: d0 d1 d3 d5 ...; skip 1 drops d0; d1 and d3 score above the positive d4
     assert {n for _, _, n in guarded} <= {f"d{i}" for i in range(5, 10)} and len(guarded) == 20
