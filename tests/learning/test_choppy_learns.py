@@ -1,5 +1,5 @@
-"""Choppy learns the cut: on toy lists it beats the best fixed cut and nears the oracle, and on BM25-like
-lists its cut follows each list's scores, not the rank (seconds each)."""
+"""Choppy learns the cut: on toy lists it beats the best fixed cut and nears the oracle (the paper's loss), and
+on BM25-like lists its cut follows each list's scores, not the rank (RAML; seconds each)."""
 
 import numpy as np
 import pytest
@@ -45,23 +45,23 @@ def test_training_beats_fixed_cut_and_nears_oracle():
 
 
 def test_the_cut_follows_the_scores_not_the_rank():
+    # AttnCut's RAML loss, not the paper's expected metric: on these lists the expected metric's gradient
+    # p_i (C_i - E[C]) vanishes on one of two plateaus, which one depending on the seed and the CPU's float
+    # sums (train seeds 1-5 here: corr 0.92-0.998, F1 0.83-0.996; 0.744 on a CI machine), so a test of it
+    # would be noise. RAML reaches corr >= 0.999, F1 >= 0.998 for every one of those seeds.
     rng = np.random.default_rng(3)
     train, dev = offset_lists(600, rng)[:3], offset_lists(60, rng)[:3]
-    cfg = ChoppyConfig(**{**SMALL, "lr": 1e-3, "batch_size": 8, "epochs": 15, "patience": 15})
+    cfg = ChoppyConfig(**{**SMALL, "lr": 1e-3, "batch_size": 8, "epochs": 15, "patience": 15, "loss": "raml"})
     model, _ = train_choppy(train, dev, cfg, seed=1, device="cpu")
     scores, tables, lengths, relevant = offset_lists(200, np.random.default_rng(4))
     cuts, _ = predict(model, scores, lengths, "cpu")
-    assert np.corrcoef(cuts, relevant)[0, 1] > 0.9
-    # F1 at the cut: 0.85-0.92 depending on the CPU's kernels and threads (float sums differ), the
-    # oracle's 1.0, a Choppy on raw scores beside N(0, 1) positions 0.80
-    assert tables[np.arange(200), cuts - 1].mean() > 0.83
-    # two lists of the same length and level, their best cuts 3 and 12: two different cuts, each
-    # nearer its own list's best cut (how near depends on the CPU's arithmetic: 3 and 12 on one VM,
-    # 6 for the first on another)
+    assert np.corrcoef(cuts, relevant)[0, 1] > 0.97
+    # F1 at the cut: the oracle's 1.0, the best fixed cut's 0.75
+    assert tables[np.arange(200), cuts - 1].mean() > 0.95
+    # two lists of the same length and level, their best cuts 3 and 12: each cut at its own list's best, +-1
     pair, _, pair_lengths, _ = offset_lists(2, np.random.default_rng(5), relevant=[3, 12], level=20.0)
     pair_cuts, _ = predict(model, pair, pair_lengths, "cpu")
-    assert pair_cuts[0] < pair_cuts[1]
-    assert abs(pair_cuts[0] - 3) < abs(pair_cuts[0] - 12) and abs(pair_cuts[1] - 12) < abs(pair_cuts[1] - 3)
+    assert abs(pair_cuts[0] - 3) <= 1 and abs(pair_cuts[1] - 12) <= 1
     # the same lists with their scores flattened: the cut no longer depends on them
     flat_cuts, _ = predict(model, np.full_like(scores, 20.0), lengths, "cpu")
     assert len(set(flat_cuts.tolist())) == 1
