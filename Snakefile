@@ -50,3 +50,8 @@ rule all:
         # the papers' reported cells beside this run's; a config of other data says it is not comparable
         rules.reproduction.output if REPRODUCTION["reported"] or not REPRODUCTION["comparable"] else [],
         rules.check_expected.output if PLAN.expected else [],
+
+
+# At the end of every run (not a dry run): the study's job-minutes against its goal (rankstudy.report.study_time)
+onsuccess:
+    report_study_time(log)

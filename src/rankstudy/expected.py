@@ -4,6 +4,10 @@ As Anserini's regressions: a YAML file per config (config/expected/default.yaml,
 tests/config/expected/tiny.yaml) pins every numeric cell of the study's tables, with an absolute
 tolerance per measure; ``check`` lists each cell that drifted and fails; ``update`` rewrites the file
 after an intended change (its diff shows in review). File format: docs/claims.md.
+
+The claims scoreboard (results/claims.csv) is pinned the same way where a file names it under ``tables:``
+(each claim's means, p and, compared as text, its outcome): a claim that flips is a drift, not a quiet change of
+the README's table (``rankstudy.report.readme_table`` reads the pinned scoreboards).
 """
 
 from __future__ import annotations
@@ -30,7 +34,11 @@ ROW_KEYS = {
     "socialformer_table1": ["system"],
     "socialformer_table2": ["system"],
     "choppy_table1": ["run", "method"],
+    "claims": ["id", "B"],  # results/claims.csv: pinned where the file's tables: names it
 }
+# the tables pinned by a list of columns (numbers, and text compared exactly) rather than every numeric column
+COLUMNS = {"claims": (["mean A", "mean B", "difference", "p", "queries", "pooled p"],
+                      ["outcome", "seeds", "pooled outcome"])}
 # timings differ between machines; p-values and significance letters follow from the pinned means' runs
 SKIP = ["docs/ms*", "p *", "* sig"]
 TOLERANCE = {"*": 1.0e-6}  # CPU runs are deterministic (neural.threads 1); loosen per measure for other machines
@@ -56,8 +64,10 @@ def read_expected(path) -> dict[str, Any]:
     return data
 
 
-def table_cells(csv_path, keys: Sequence[str], skip: Sequence[str]) -> dict[str, dict[str, float | None]]:
-    """{row name: {column: value}} of a table's numeric cells; the row name joins its key columns."""
+def table_cells(csv_path, keys: Sequence[str], skip: Sequence[str],
+                listed: tuple[list[str], list[str]] | None = None) -> dict[str, dict[str, float | str | None]]:
+    """{row name: {column: value}} of a table's numeric cells, or of the ``listed`` (numeric, text) columns that it
+    has; the row name joins its key columns."""
     try:
         table = pd.read_csv(csv_path)
     except (OSError, ValueError) as error:
@@ -65,13 +75,14 @@ def table_cells(csv_path, keys: Sequence[str], skip: Sequence[str]) -> dict[str,
     missing = [key for key in keys if key not in table.columns]
     if missing:
         raise StudyError(f"{csv_path}: no row key column(s) {', '.join(missing)} (columns: {', '.join(table.columns)})")
-    columns = [c for c in table.columns if c not in keys and pd.api.types.is_numeric_dtype(table[c])
-               and not any(fnmatch.fnmatchcase(c, pattern) for pattern in skip)]
+    text = listed[1] if listed else []
+    columns = [c for c in table.columns if c not in keys and not any(fnmatch.fnmatchcase(c, p) for p in skip)
+               and (c in listed[0] + text if listed else pd.api.types.is_numeric_dtype(table[c]))]
     names = table[list(keys)].astype(str).agg(" | ".join, axis=1)
     repeated = names[names.duplicated()]
     if not repeated.empty:
         raise StudyError(f"{csv_path}: rows are not unique by {', '.join(keys)} (e.g. {repeated.iloc[0]!r})")
-    return {name: {c: (None if pd.isna(v) else float(v)) for c, v in zip(columns, row)}
+    return {name: {c: (None if pd.isna(v) else str(v) if c in text else float(v)) for c, v in zip(columns, row)}
             for name, row in zip(names, table[columns].itertuples(index=False))}
 
 
@@ -87,7 +98,7 @@ def _run_cells(expected: Mapping[str, Any], table_csvs: Sequence[str | Path]) ->
         name = Path(path).stem
         if name not in keys:
             raise StudyError(f"{path}: no row key known for table {name!r}: add it under tables: in the expected file")
-        cells[name] = table_cells(path, keys[name], expected.get("skip", SKIP))
+        cells[name] = table_cells(path, keys[name], expected.get("skip", SKIP), COLUMNS.get(name))
     return cells
 
 
@@ -115,7 +126,9 @@ def drifts(expected: Mapping[str, Any], got: Mapping[str, Mapping[str, Mapping[s
     return lines
 
 
-def _close(want: float | None, got: float | None, tolerance: float) -> bool:
+def _close(want: float | str | None, got: float | str | None, tolerance: float) -> bool:
+    if isinstance(want, str) or isinstance(got, str):
+        return want == got
     if want is None or got is None or math.isnan(want) or math.isnan(got):
         return (want is None or math.isnan(want)) and (got is None or math.isnan(got))
     return abs(got - want) <= tolerance
@@ -127,11 +140,17 @@ def tables_in(directory, expected_path) -> list[Path]:
     path = Path(expected_path)
     names = list(read_expected(path).get("tables", {})) if path.is_file() else []
     if names:
-        return [Path(directory) / f"{name}.csv" for name in names]
+        return [_table_csv(directory, name) for name in names]
     found = sorted(p for p in Path(directory).glob("*.csv") if p.stem in ROW_KEYS)
+    found += [_table_csv(directory, "claims")] if _table_csv(directory, "claims").is_file() else []
     if not found:
         raise StudyError(f"{directory}: no table CSVs of a finished run ({', '.join(ROW_KEYS)})")
     return found
+
+
+def _table_csv(directory, name: str) -> Path:
+    """A table's CSV in the tables folder; the scoreboard beside it (results/claims.csv)."""
+    return Path(directory).parent / "claims.csv" if name == "claims" else Path(directory) / f"{name}.csv"
 
 
 def update(expected_path, table_csvs: Sequence[str | Path]) -> int:
@@ -158,6 +177,8 @@ def check(expected_path, table_csvs: Sequence[str | Path], missing_ok: bool = Fa
             return f"no expectations: {path} does not exist; create it from a finished run with: {how}", []
         raise StudyError(f"{path}: no expected results for this config; create them from a finished run with: {how}")
     expected = read_expected(path)
+    # a file pinned before the scoreboard was (config/expected/extended.yaml) checks only its tables
+    table_csvs = [csv for csv in table_csvs if Path(csv).stem != "claims" or "claims" in expected.get("tables", {})]
     lines = drifts(expected, _run_cells(expected, table_csvs))
     count = sum(len(row) for table in expected.get("cells", {}).values() for row in table.values())
     if lines:

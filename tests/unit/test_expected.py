@@ -115,3 +115,42 @@ def test_tables_dir_checks_the_pinned_tables(tmp_path, tables, capsys):
     tables[1].unlink()
     assert main(args) == 2
     assert "choppy_table1.csv: cannot read table" in capsys.readouterr().err
+
+
+def scoreboard(path, outcome="holds", mean_a=0.6):
+    pd.DataFrame({"id": ["tk-beats-bm25", "sf-beats"], "paper": ["TK", "Socialformer"], "B": ["BM25", "FirstP"],
+                  "mean A": [mean_a, 0.5], "mean B": [0.4, 0.45], "p": [0.001, 0.3], "outcome": [outcome, "fails"],
+                  "seeds": [None, "1 of 3"], "note": ["", ""]}).to_csv(path, index=False)
+    return path
+
+
+def test_a_pinned_scoreboard_drifts_when_a_claim_flips(tmp_path, tables):
+    """The claims' means and p are pinned as numbers, their outcomes as text: a flipped outcome is a drift."""
+    claims = scoreboard(tmp_path / "claims.csv")
+    expected = tmp_path / "expected.yaml"
+    update(expected, [*tables, claims])
+    pinned = read_expected(expected)["cells"]["claims"]
+    assert pinned["tk-beats-bm25 | BM25"] == {"mean A": 0.6, "mean B": 0.4, "p": 0.001, "outcome": "holds",
+                                              "seeds": None}
+    assert pinned["sf-beats | FirstP"]["seeds"] == "1 of 3"
+    scoreboard(claims, outcome="fails")
+    summary, lines = check(expected, [*tables, claims])
+    assert lines == ["claims | tk-beats-bm25 | BM25 | outcome: expected holds, got fails, tolerance 1e-06"]
+
+
+def test_a_file_that_pins_no_scoreboard_checks_only_its_tables(tmp_path, tables):
+    """config/expected/extended.yaml was pinned before the scoreboard was: the rule's claims.csv is not a drift."""
+    expected = tmp_path / "expected.yaml"
+    update(expected, tables)
+    assert check(expected, [*tables, scoreboard(tmp_path / "claims.csv")])[1] == []
+
+
+def test_tables_dir_finds_the_scoreboard_beside_the_tables(tmp_path):
+    from rankstudy.expected import tables_in
+
+    folder = tmp_path / "results" / "tables"
+    folder.mkdir(parents=True)
+    pd.DataFrame({"dataset": ["d"], "split": ["test"], "system": ["bm25"], "AP": [0.3]}).to_csv(
+        folder / "first_stage.csv", index=False)
+    claims = scoreboard(tmp_path / "results" / "claims.csv")
+    assert tables_in(folder, tmp_path / "none.yaml") == [folder / "first_stage.csv", claims]

@@ -77,6 +77,19 @@ def full_task_depth(wildcards, input):
     return f"--depth {PLAN.rerank_depth(system_run(wildcards.system))}"
 
 
+def report_study_time(log):
+    """At the end of a run (the Snakefile's onsuccess; not a dry run): the study's job-minutes against
+    study_time.goal_job_minutes, printed and in logs/study_time.md. A report that fails warns: the study succeeded."""
+    os.makedirs("logs", exist_ok=True)
+    with open("logs/study_time.config.json", "w") as handle:
+        json.dump(config, handle)
+    try:
+        shell("python -m rankstudy study-time --config-json logs/study_time.config.json --benchmarks benchmarks "
+              "--efficiency results/efficiency.csv --log {log:q} --cores {workflow.cores} --out logs/study_time.md")
+    except Exception as error:
+        logger.warning(f"the study's time report failed ({error}); the study's outputs are complete")
+
+
 # Scheduling on a few cores (bench/results/study_time.md). Snakemake runs the ready job of highest priority
 # first, and a rule's priority does not pass to the jobs it waits on. Preparation (datasets, indexes,
 # candidates, tokens, word vectors, training examples) goes first: every training waits on the word vectors,

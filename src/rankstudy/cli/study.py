@@ -1,4 +1,5 @@
-"""Subcommands: the claims scoreboard, the expected-results check, the reproduction report."""
+"""Subcommands: the learning audit, the claims scoreboard, the expected-results check, the reproduction report, the
+study's time."""
 
 from __future__ import annotations
 
@@ -105,3 +106,50 @@ def _reproduction_arguments(p: argparse.ArgumentParser) -> None:
                    help="this config's data is not the papers' (the synthetic default): say so, compare nothing")
     p.add_argument("--out-prefix", required=True, help="writes PREFIX.csv and PREFIX.md")
     p.set_defaults(handler=_reproduction)
+
+
+def _study_time(args: argparse.Namespace) -> None:
+    from rankstudy.atomic import atomic_open
+    from rankstudy.report.study_time import study_time_report
+
+    try:
+        config = json.loads(Path(args.config_json).read_text())
+    except (OSError, ValueError) as error:
+        raise StudyError(f"--config-json {args.config_json}: expected the run's config as JSON ({error})") from None
+    report = study_time_report(config, Path(args.benchmarks), Path(args.efficiency) if args.efficiency else None,
+                               Path(args.log) if args.log else None, args.cores, Path(args.models) if args.models else None)
+    if args.out:
+        with atomic_open(args.out) as handle:
+            handle.write(report)
+    print(report, end="")
+
+
+@subcommand("study-time", "the study's job-minutes (its Snakemake benchmark files) per paper and stage, against its goal")
+def _study_time_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--config-json", required=True, help="the run's config (validated, defaults filled) as JSON")
+    p.add_argument("--benchmarks", default="benchmarks", help="the run's Snakemake benchmark folder")
+    p.add_argument("--efficiency", help="the run's results/efficiency.csv: this host's speed against study_time.reference")
+    p.add_argument("--log", help="a run's .snakemake/log/*.snakemake.log: elapsed time, idle cores, critical path")
+    p.add_argument("--cores", type=int, default=2, help="the cores that run gave Snakemake")
+    p.add_argument("--models", help="the run's models/ folder: training time after the best validation")
+    p.add_argument("--out", help="also write the report here")
+    p.set_defaults(handler=_study_time)
+
+
+def _readme_table(args: argparse.Namespace) -> None:
+    from rankstudy.report.readme_table import write_readme_table
+
+    current = write_readme_table(Path(args.spec), Path(args.readme), Path(args.root), check=args.check)
+    if args.check and not current:
+        raise StudyError(f"{args.readme}: its headline claims table is not what {args.spec} and the pinned "
+                         f"scoreboards give; run python -m rankstudy readme-table")
+    print(f"{args.readme}: headline claims table {'current' if current else 'rewritten'}")
+
+
+@subcommand("readme-table", "the README's table of each paper's central claims, from the pinned scoreboards")
+def _readme_table_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--spec", default="docs/headline-claims.yaml", help="the rows: claims, studies, the papers' cells")
+    p.add_argument("--readme", default="README.md")
+    p.add_argument("--root", default=".", help="the repository: the spec's paths are relative to it")
+    p.add_argument("--check", action="store_true", help="change nothing; fail if the README's table differs")
+    p.set_defaults(handler=_readme_table)

@@ -1,13 +1,17 @@
-"""Benchmark: how long the default study takes, from the Snakemake ``benchmark:`` file of every job.
+"""How long a study took, in job-minutes: the sum of the Snakemake ``benchmark:`` file of every job.
 
-Every rule writes ``benchmarks/.../*.tsv`` (wall seconds ``s``, ``cpu_time``). This script sums
-them per paper and stage, so the study's time budget is measured job by job rather than guessed:
+Every rule writes ``benchmarks/.../*.tsv`` (wall seconds ``s``, ``cpu_time``). ``study_time_report`` sums them
+per paper and stage and sets the sum beside the config's goal (``study_time.goal_job_minutes``), so the study's
+time is measured job by job rather than guessed. The workflow's ``onsuccess`` handler runs it at the end of every
+study (``python -m rankstudy study-time``; logs/study_time.md):
 
-    python bench/study_time.py [--config config/config.yaml] [--benchmarks benchmarks]
-                               [--log LOG] [--models models] [--out FILE]
+    python -m rankstudy study-time --config-json JSON --benchmarks benchmarks [--efficiency results/efficiency.csv]
+                                   [--log LOG] [--models models] [--out FILE]
 
-It prints its report; ``--out`` also writes it to a file (bench/results/study_time.md is the curated history
-of timed runs, which a report would overwrite: paste the parts that matter there by hand).
+Job-minutes do not depend on the cores or on how Snakemake packed the jobs, but they do on the host's speed; so
+the report also reads the run's own throughput benchmark (``results/efficiency.csv``, measured during the study
+beside its other jobs) against the speeds of the host the goal was set on (``study_time.reference``): their ratio
+says how much of a difference from the goal is the host's.
 
 A job belongs to the paper whose config section names its run (``socialformer:`` tables and
 figures, with their ``encoder_from`` warm starts and the study encoder with its token stores;
@@ -30,15 +34,15 @@ learning-rate schedule, a budget cut at the best step keeps the same best checkp
 
 from __future__ import annotations
 
-import argparse
 import csv
+import math
 import re
 from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
-import yaml
+from rankstudy.errors import StudyError
 
 SHARED_STAGES = {"data", "index", "first_stage", "text"}
 
@@ -127,7 +131,7 @@ def log_jobs(log: Path) -> list[LoggedJob]:
             job.end = now
             finished.append(job)
     if not finished:
-        raise SystemExit(f"{log}: no finished job found (expected Snakemake's 'jobid:' and 'Finished jobid:' lines)")
+        raise StudyError(f"{log}: no finished job found (expected Snakemake's 'jobid:' and 'Finished jobid:' lines)")
     return finished
 
 
@@ -196,77 +200,131 @@ def trainings(models: Path, benchmarks: Path) -> list[Training]:
     return found
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--config", default="config/config.yaml")
-    parser.add_argument("--benchmarks", default="benchmarks")
-    parser.add_argument("--out", type=Path, help="also write the report to this file")
-    parser.add_argument("--log", type=Path, help="a run's .snakemake/log/*.snakemake.log: elapsed time, idle cores")
-    parser.add_argument("--cores", type=int, default=2, help="the cores that run gave Snakemake")
-    parser.add_argument("--models", type=Path, help="the run's models/ folder: training time after the best step")
-    args = parser.parse_args()
-    config = yaml.safe_load(Path(args.config).read_text())
+PAPERS = ["shared", "TK", "TKL", "Socialformer", "Choppy"]
+
+
+@dataclass
+class BenchmarkSums:
+    wall: dict[tuple[str, str], float]  # (paper, stage) -> wall seconds
+    cpu: dict[tuple[str, str], float]  # sampled CPU seconds (a lower bound)
+    jobs: dict[tuple[str, str], int]
+    runs: set[str]  # the runs with a benchmark file
+    stale: list[str]  # files of runs the config no longer has
+
+    @property
+    def job_minutes(self) -> float:
+        return sum(self.wall.values()) / 60
+
+
+def sum_benchmarks(root: Path, config: dict) -> BenchmarkSums:
+    """Every benchmark file under ``root``, summed per (paper, stage) of ``config``'s runs."""
     papers, socialformer_texts = run_papers(config), study_encoder_texts(config)
-    root = Path(args.benchmarks)
-    wall, cpu, jobs = defaultdict(float), defaultdict(float), defaultdict(int)
-    seen_runs, stale = set(), []
+    sums = BenchmarkSums(defaultdict(float), defaultdict(float), defaultdict(int), set(), [])
     for path in sorted(root.rglob("*.tsv")):
         relative = path.relative_to(root)
         with path.open() as handle:
             rows = list(csv.DictReader(handle, delimiter="\t"))
         if not rows:
             continue
+        try:
+            wall, cpu = float(rows[-1]["s"]), float(rows[-1].get("cpu_time") or 0.0)
+        except (KeyError, ValueError):
+            raise StudyError(f"{path}: expected a Snakemake benchmark file (a header with 's' and 'cpu_time', "
+                             f"then numbers); got {rows[-1]}") from None
         key = job_paper(relative, papers, socialformer_texts)
         if key is None:
-            stale.append(str(relative))
+            sums.stale.append(str(relative))
             continue
-        wall[key] += float(rows[-1]["s"])
-        cpu[key] += float(rows[-1].get("cpu_time") or 0.0)
-        jobs[key] += 1
+        sums.wall[key] += wall
+        sums.cpu[key] += cpu
+        sums.jobs[key] += 1
         parts = relative.name.split(".")
         if len(parts) >= 4:
-            seen_runs.add(parts[1])
-    order = ["shared", "TK", "TKL", "Socialformer", "Choppy"]
-    lines = [f"# Time of `{args.config}`, from its Snakemake benchmark files", "",
-             f"{sum(jobs.values())} benchmark files under `{root}/` (config `{args.config}`). Minutes: the sum",
-             "of the jobs' wall times, and of Snakemake's sampled CPU times (user + system; a lower bound).", "",
+            sums.runs.add(parts[1])
+    return sums
+
+
+def host_speed(efficiency: Path, reference: dict[str, dict[str, float]]) -> tuple[float, int] | None:
+    """(this host's speed ÷ the reference host's, the measurements compared): the geometric mean, over the models
+    and measures both have, of ``results/efficiency.csv``'s CPU ``docs/ms`` and ``train steps/s`` against
+    ``reference`` (model -> measure -> value). None without a file or a model in common."""
+    if not efficiency.is_file() or not reference:
+        return None
+    with efficiency.open() as handle:
+        rows = [row for row in csv.DictReader(handle) if row.get("device", "cpu") == "cpu"]
+    ratios = []
+    for row in rows:
+        for measure, value in reference.get(row.get("model", ""), {}).items():
+            measured = row.get(measure)
+            if measured not in (None, "") and float(measured) > 0 and value > 0:
+                ratios.append(float(measured) / value)
+    if not ratios:
+        return None
+    return math.exp(sum(math.log(ratio) for ratio in ratios) / len(ratios)), len(ratios)
+
+
+def goal_lines(minutes: float, settings: dict, speed: tuple[float, int] | None) -> list[str]:
+    """The verdict against ``study_time.goal_job_minutes``: on this host, and at the reference host's speed."""
+    goal = settings.get("goal_job_minutes")
+    lines = [f"**{minutes:.1f} job-minutes** (the sum of the jobs' wall times: what a run on one core would take; "
+             "N cores take about 1/N of it)."]
+    if speed:
+        factor, compared = speed
+        lines.append(f"This host ran the throughput benchmark at {factor:.2f}x the speed of the host the goal was set "
+                     f"on ({settings.get('reference_host') or 'study_time.reference'}; geometric mean of {compared} "
+                     f"measurements): **{minutes * factor:.1f} job-minutes at that host's speed**.")
+    if goal:
+        at_reference = minutes * speed[0] if speed else minutes
+        verdict = "within" if at_reference <= goal else "over"
+        lines.append(f"Goal: {goal:g} job-minutes{' at the reference speed' if speed else ''}: **{verdict}** "
+                     f"({at_reference - goal:+.1f}).")
+    return lines
+
+
+def study_time_report(config: dict, benchmarks: Path, efficiency: Path | None = None, log: Path | None = None,
+                      cores: int = 2, models: Path | None = None) -> str:
+    """The study's job-minutes per paper and stage, against its goal; ``log``: a Snakemake log's elapsed time, idle
+    cores and critical path; ``models``: the trainings' time after their best validation."""
+    sums = sum_benchmarks(benchmarks, config)
+    settings = config.get("study_time") or {}
+    speed = host_speed(efficiency, settings.get("reference") or {}) if efficiency else None
+    lines = ["# The study's time, from its Snakemake benchmark files", "",
+             *goal_lines(sums.job_minutes, settings, speed), "",
+             f"{sum(sums.jobs.values())} benchmark files under `{benchmarks}/`. Minutes: the sum of the jobs' wall "
+             "times, and of Snakemake's sampled CPU times (user + system; a lower bound).", "",
              "| paper | stage | jobs | wall min | CPU min (sampled) |", "|---|---|---:|---:|---:|"]
-    for paper in order:
-        keys = sorted(key for key in jobs if key[0] == paper)
+    for paper in PAPERS:
+        keys = sorted(key for key in sums.jobs if key[0] == paper)
         for key in keys:
-            lines.append(f"| {paper} | {key[1]} | {jobs[key]} | {wall[key] / 60:.1f} | {cpu[key] / 60:.1f} |")
+            lines.append(f"| {paper} | {key[1]} | {sums.jobs[key]} | {sums.wall[key] / 60:.1f} | {sums.cpu[key] / 60:.1f} |")
         if keys:
-            lines.append(f"| **{paper}** | all | {sum(jobs[k] for k in keys)} | **{sum(wall[k] for k in keys) / 60:.1f}** "
-                         f"| {sum(cpu[k] for k in keys) / 60:.1f} |")
-    lines.append(f"| **study** | all | {sum(jobs.values())} | **{sum(wall.values()) / 60:.1f}** "
-                 f"| {sum(cpu.values()) / 60:.1f} |")
-    if args.log:
-        logged = log_jobs(args.log)
-        elapsed, idle, idle_cores = log_occupancy(logged, args.cores)
+            lines.append(f"| **{paper}** | all | {sum(sums.jobs[k] for k in keys)} | "
+                         f"**{sum(sums.wall[k] for k in keys) / 60:.1f}** | {sum(sums.cpu[k] for k in keys) / 60:.1f} |")
+    lines.append(f"| **study** | all | {sum(sums.jobs.values())} | **{sums.job_minutes:.1f}** "
+                 f"| {sum(sums.cpu.values()) / 60:.1f} |")
+    if log:
+        logged = log_jobs(log)
+        elapsed, idle, idle_cores = log_occupancy(logged, cores)
         path = critical_path(logged)
-        lines += ["", f"The run's log (`{args.log.name}`): {elapsed / 60:.1f} minutes from the first job's start "
-                  f"to the last job's end; fewer than {args.cores} jobs ran during {idle / 60:.1f} of them "
+        lines += ["", f"The run's log (`{log.name}`): {elapsed / 60:.1f} minutes from the first job's start "
+                  f"to the last job's end; fewer than {cores} jobs ran during {idle / 60:.1f} of them "
                   f"({idle_cores / 60:.1f} idle core-minutes).", "",
                   f"Critical path ({sum(job.seconds for job in path) / 60:.1f} minutes, {len(path)} jobs, each "
                   "reading an output of the one before):", "", "| job | min |", "|---|---:|"]
         lines += [f"| {job.name} | {job.seconds / 60:.1f} |" for job in path]
-    if args.models:
-        trained = trainings(args.models, root)
+    if models:
+        trained = trainings(models, benchmarks)
         lines += ["", f"Training: {sum(t.seconds for t in trained) / 60:.1f} minutes in {len(trained)} jobs, "
                   f"{sum(t.after_best for t in trained) / 60:.1f} of them after the best validation:", "",
                   "| training | min | steps | best step | min after it |", "|---|---:|---:|---:|---:|"]
         lines += [f"| {t.name} | {t.seconds / 60:.1f} | {t.steps} | {t.best_step} | {t.after_best / 60:.1f} |"
                   for t in sorted(trained, key=lambda t: -t.after_best) if t.after_best > 0]
+    papers = run_papers(config)
     runs = config.get("neural", {}).get("runs", {})
     switched_off = sorted(name for name in papers if runs.get(name, {}).get("evaluate") == [])
-    missing = sorted(name for name in papers if name not in seen_runs and name not in switched_off)
+    missing = sorted(name for name in papers if name not in sums.runs and name not in switched_off)
     lines += ["", "Runs without any benchmark file (not run yet): " + (", ".join(missing) or "none") + ".",
               "Runs the config switches off (`evaluate: []`): " + (", ".join(switched_off) or "none") + ".",
-              f"Left out: {len(stale)} files of runs the config no longer has" + (f" ({', '.join(stale)})." if stale else ".")]
-    if args.out:
-        args.out.write_text("\n".join(lines) + "\n")
-    print("\n".join(lines))
-
-
-if __name__ == "__main__":
-    main()
+              f"Left out: {len(sums.stale)} files of runs the config no longer has"
+              + (f" ({', '.join(sums.stale)})." if sums.stale else ".")]
+    return "\n".join(lines) + "\n"

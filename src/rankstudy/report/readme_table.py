@@ -1,0 +1,114 @@
+"""The README's first table: each paper's central claims, the paper's number beside the study's, holds or fails.
+
+Nothing in it is written by hand. A spec (docs/headline-claims.yaml) names, per row, a claim of the scoreboard
+(``id`` and ``B``) in one or more pinned scoreboards, and where the paper's own numbers are (a table row and column
+of its reported cells, config/paper/reported/*.yaml, or none). A pinned scoreboard is an expected-results file
+that pins the ``claims`` table (``rankstudy.expected``): the default study's own, config/expected/default.yaml,
+which every default run checks, or one pinned from a run on real data (docs/scoreboards/*.yaml; such a config
+keeps ``expected: ""``, since it must run on another folder of the same layout unchanged).
+``python -m rankstudy readme-table`` rewrites the README between its markers; ``--check`` fails if it differs.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Mapping
+
+import yaml
+
+from rankstudy.atomic import atomic_open
+from rankstudy.errors import StudyError
+from rankstudy.expected import read_expected
+
+BEGIN = "<!-- headline-claims: begin (python -m rankstudy readme-table writes this table; do not edit) -->"
+END = "<!-- headline-claims: end -->"
+
+
+def _read_yaml(path: Path, what: str) -> Any:
+    try:
+        return yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError) as error:
+        raise StudyError(f"{path}: cannot read {what}: {error}") from None
+
+
+def reported_numbers(spec: Mapping[str, Any] | None, root: Path) -> str:
+    """The paper's A and B cells of a reported-cells file, e.g. '0.634 vs 0.594 (TREC DL 2019 documents)'."""
+    if not spec:
+        return "—"
+    path = root / spec["file"]
+    table = (_read_yaml(path, "reported cells") or {}).get("tables", {}).get(spec["table"])
+    if not table or spec["column"] not in table["columns"]:
+        raise StudyError(f"{path}: no table {spec['table']!r} with column {spec['column']!r}")
+    column = table["columns"].index(spec["column"])
+    values = []
+    for side in ("a", "b"):
+        row = table["rows"].get(spec[side])
+        if row is None:
+            raise StudyError(f"{path}: {spec['table']} has no row {spec[side]!r}")
+        values.append(row[column])
+    if None in values:
+        return f"— (not legible in the paper's text: {spec['file']})"
+    return f"{values[0]:g} vs {values[1]:g} ({spec['on']})"
+
+
+def pinned_claims(path: Path) -> dict[str, dict[str, Any]] | None:
+    """The pinned scoreboard of an expected-results file ({'id | B': cells}); None if the file does not exist."""
+    if not path.is_file():
+        return None
+    claims = read_expected(path).get("cells", {}).get("claims")
+    if claims is None:
+        raise StudyError(f"{path}: pins no claims table (pin it with: python -m rankstudy check-expected "
+                         f"--expected {path} --tables results/claims.csv ... --update)")
+    return claims
+
+
+def study_numbers(cells: Mapping[str, Any]) -> tuple[str, str]:
+    """(the study's A vs B and p, the outcome with its seeds) of one pinned claim."""
+    p = cells.get("p")
+    numbers = f"{cells['mean A']:.3g} vs {cells['mean B']:.3g}" + (f" (p {p:.2g})" if p is not None else "")
+    outcome = f"**{cells['outcome']}**"
+    if cells.get("seeds"):
+        outcome += f" ({cells['seeds']} seeds; pooled: {cells['pooled outcome']})"
+    return numbers, outcome
+
+
+def headline_table(spec_path: Path, root: Path) -> str:
+    """The table's markdown: one line per row and study result."""
+    spec = _read_yaml(spec_path, "the headline claims spec")
+    studies = spec["studies"]
+    pinned = {name: pinned_claims(root / study["scoreboard"]) for name, study in studies.items()}
+    lines = ["| paper | claim | the paper's number | data (config) | the study's number | outcome |",
+             "|---|---|---|---|---|---|"]
+    for row in spec["rows"]:
+        for result in row["results"]:
+            paper_number = reported_numbers(result.get("reported", row.get("reported")), root)
+            study = studies[result["study"]]
+            data = f"{result.get('data', study['data'])} (`{study['config']}`)"
+            claims = pinned[result["study"]]
+            key = f"{result['id']} | {result['b']}"
+            if claims is None:
+                numbers, outcome = "not pinned yet", f"run it, then pin `{study['scoreboard']}` (docs/claims.md)"
+            elif key not in claims:
+                raise StudyError(f"{root / study['scoreboard']}: no claim {key!r} (named by {spec_path})")
+            else:
+                numbers, outcome = study_numbers(claims[key])
+            lines.append(f"| {row['paper']} | {row['claim']} | {paper_number} | {data} | {numbers} | {outcome} |")
+    return "\n".join(lines) + "\n"
+
+
+def with_table(readme: str, table: str, readme_path: Path) -> str:
+    """``readme`` with the text between its markers replaced by ``table``."""
+    if readme.count(BEGIN) != 1 or readme.count(END) != 1 or readme.index(BEGIN) > readme.index(END):
+        raise StudyError(f"{readme_path}: expected one pair of markers:\n{BEGIN}\n{END}")
+    before, rest = readme.split(BEGIN)
+    return before + BEGIN + "\n" + table + END + rest.split(END, 1)[1]
+
+
+def write_readme_table(spec_path: Path, readme_path: Path, root: Path, check: bool = False) -> bool:
+    """Rewrite the README's table (or, with ``check``, only compare); True if the README was already current."""
+    readme = readme_path.read_text(encoding="utf-8")
+    updated = with_table(readme, headline_table(spec_path, root), readme_path)
+    if updated != readme and not check:
+        with atomic_open(readme_path) as out:
+            out.write(updated)
+    return updated == readme
