@@ -5,7 +5,7 @@ VENV := .venv
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 PYTHON ?= python3.11
 
-.PHONY: env study study-extended test check clean-study pull push
+.PHONY: env study study-extended test check clean-study pull push bench bench-gpu
 
 env: $(VENV)/.installed
 
@@ -52,6 +52,20 @@ push:
 pull:
 	dvc pull
 	snakemake --touch --forceall $(SNAKEMAKE_ARGS) --quiet
+
+# bench: the maintained benchmarks (bench/README.md), one after the other, each timing its two ways side by side
+# and printing its report (those with a results file write it); about two hours on 2 cores: run nothing else
+# meanwhile. `make bench-NAME` runs one. bench/gpu_efficiency.py (make bench-gpu) needs a GPU; bench/training_negatives.py
+# a finished run of config/msmarco-passages.yaml (its usage line); tests/unit/test_bench.py keeps this list whole.
+BENCHMARKS := tk_speed tkl_speed tkl_central_rows train_step busy_speed slice_threads length_groups micro_batch \
+	malloc cpu_isa social_graph sparse_attention choppy_predict efficiency_processes dense_encode dry_run streaming
+DENSE_COLLECTION ?= ../shared/data/trec-dl20-passage-top100/collection.tsv
+bench: $(addprefix bench-,$(BENCHMARKS))
+bench-dense_encode: BENCH_ARGS = --collection $(DENSE_COLLECTION) --docs 1024
+bench-gpu: env
+	python bench/gpu_efficiency.py
+bench-%: env
+	python bench/$*.py $(BENCH_ARGS)
 
 clean-study:
 	rm -rf data index runs results/metrics results/tables results/figures logs benchmarks .snakemake
