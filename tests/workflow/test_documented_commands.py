@@ -5,7 +5,7 @@ A ```bash block is preceded by a marker that says how CI runs it:
     <!-- ci: run -->                  as written (small data, minutes at most)
     <!-- ci: dry-run -->              with every ``snakemake`` a dry run (-n) and every ``make`` ``make -n``: the
                                       jobs are planned, the targets exist; for the long jobs
-    <!-- ci: run in the tiny study --> as written, in a copy of the tiny study's finished folder
+    <!-- ci: run in the tiny study --> as written, in a copy of the tiny study's finished folder (with docs/)
     <!-- ci: skip (why) -->           not run; the reason names what tests it instead
 
 Any marker may carry a note in parentheses; a skip must.
@@ -139,5 +139,6 @@ def test_a_documented_command_runs_on_a_finished_study(block, tiny_study, worksp
     study = tmp_path / "study"
     for name in ("config", "results"):
         shutil.copytree(tiny_study / name, study / name)
+    shutil.copytree(REPO / "docs", study / "docs")
     result = run_block(block.script, study, env, timeout=600)
     assert result.returncode == 0, f"{block.id}:\n{block.script}\n{result.stdout[-2000:]}\n{result.stderr[-4000:]}"

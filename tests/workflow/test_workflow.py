@@ -537,6 +537,12 @@ def test_the_tiny_study_runs_end_to_end(tiny_study):
     for rule in ("index", "first_stage", "evaluate", "report", "train", "rerank"):
         assert any((work / "logs" / rule).rglob("*.log")), rule
     assert list((work / "benchmarks" / "anserini").glob("index.*.json"))
+    # the study's time, reported at its end (the Snakefile's onsuccess): every job's benchmark file summed
+    time_report = (work / "logs" / "study_time.md").read_text()
+    jobs = len(list((work / "benchmarks").rglob("*.tsv")))
+    assert f"| **study** | all | {jobs} | **" in time_report and "No speed comparison" in time_report
+    assert re.search(r"Goal: 15 job-minutes: \*\*(within|over)\*\*", time_report), time_report[:600]
+    assert "Critical path (" in time_report  # the run's own Snakemake log
     # a second run has nothing to do
     again = snakemake(work, "-n", "--cores", "2", "--configfile", "tiny.yaml")
     assert "Nothing to be done" in again.stdout + again.stderr

@@ -116,6 +116,14 @@ def _study_time(args: argparse.Namespace) -> None:
         config = json.loads(Path(args.config_json).read_text())
     except (OSError, ValueError) as error:
         raise StudyError(f"--config-json {args.config_json}: expected the run's config as JSON ({error})") from None
+    if args.reference_from:
+        import yaml
+
+        from rankstudy.report.study_time import reference_entry
+
+        print(yaml.safe_dump({"study_time": reference_entry(config, Path(args.reference_from), args.host)},
+                             sort_keys=False), end="")
+        return
     report = study_time_report(config, Path(args.benchmarks), Path(args.efficiency) if args.efficiency else None,
                                Path(args.log) if args.log else None, args.cores, Path(args.models) if args.models else None)
     if args.out:
@@ -133,6 +141,9 @@ def _study_time_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--cores", type=int, default=2, help="the cores that run gave Snakemake")
     p.add_argument("--models", help="the run's models/ folder: training time after the best validation")
     p.add_argument("--out", help="also write the report here")
+    p.add_argument("--reference-from", help="instead: print the study_time keys that make this results/efficiency.csv "
+                   "the reference speeds (paste them into the config)")
+    p.add_argument("--host", default="", help="with --reference-from: the host it was measured on")
     p.set_defaults(handler=_study_time)
 
 

@@ -35,6 +35,8 @@ learning-rate schedule, a budget cut at the best step keeps the same best checkp
 from __future__ import annotations
 
 import csv
+import hashlib
+import json
 import math
 import re
 from collections import defaultdict
@@ -244,6 +246,24 @@ def sum_benchmarks(root: Path, config: dict) -> BenchmarkSums:
     return sums
 
 
+MEASURES = ("docs_per_ms", "train_steps_per_s")
+
+
+def efficiency_fingerprint(config: dict) -> str:
+    """The throughput benchmark's settings (``neural.efficiency``) as a short hash: speeds compare only between runs
+    of the same settings (the tiny test config's models are not the default's)."""
+    settings = json.dumps(config.get("neural", {}).get("efficiency", {}), sort_keys=True)
+    return hashlib.sha256(settings.encode()).hexdigest()[:12]
+
+
+def reference_entry(config: dict, efficiency: Path, host: str) -> dict:
+    """The ``study_time`` keys that make this run's throughput the reference: paste them into the config."""
+    with efficiency.open() as handle:
+        rows = [row for row in csv.DictReader(handle) if row.get("device", "cpu") == "cpu"]
+    return {"reference_host": host, "reference_settings": efficiency_fingerprint(config),
+            "reference": {row["model"]: {m: round(float(row[m]), 6) for m in MEASURES} for row in rows}}
+
+
 def host_speed(efficiency: Path, reference: dict[str, dict[str, float]]) -> tuple[float, int] | None:
     """(this host's speed ÷ the reference host's, the measurements compared): the geometric mean, over the models
     and measures both have, of ``results/efficiency.csv``'s CPU ``docs/ms`` and ``train steps/s`` against
@@ -287,9 +307,12 @@ def study_time_report(config: dict, benchmarks: Path, efficiency: Path | None = 
     cores and critical path; ``models``: the trainings' time after their best validation."""
     sums = sum_benchmarks(benchmarks, config)
     settings = config.get("study_time") or {}
-    speed = host_speed(efficiency, settings.get("reference") or {}) if efficiency else None
+    same_settings = settings.get("reference_settings") == efficiency_fingerprint(config)
+    speed = host_speed(efficiency, settings.get("reference") or {}) if efficiency and same_settings else None
     lines = ["# The study's time, from its Snakemake benchmark files", "",
-             *goal_lines(sums.job_minutes, settings, speed), "",
+             *goal_lines(sums.job_minutes, settings, speed),
+             *(["(No speed comparison: this run's throughput settings, neural.efficiency, are not those the reference "
+                "speeds were measured with.)"] if settings.get("reference") and not same_settings else []), "",
              f"{sum(sums.jobs.values())} benchmark files under `{benchmarks}/`. Minutes: the sum of the jobs' wall "
              "times, and of Snakemake's sampled CPU times (user + system; a lower bound).", "",
              "| paper | stage | jobs | wall min | CPU min (sampled) |", "|---|---|---:|---:|---:|"]

@@ -76,10 +76,12 @@ def test_training_time_after_the_best_validation(tmp_path):
     assert (found["d/last/seed42"].best_step, found["d/last/seed42"].after_best) == (500, 0.0)
 
 
-CONFIG = {"neural": {"runs": {"p1": {}, "tkl-2k": {}, "off": {"evaluate": []}}, "table2_runs": ["p1", "off"]},
-          "tkl": {"table1": [{"run": "tkl-2k"}]},
-          "study_time": {"goal_job_minutes": 10, "reference_host": "host R",
-                         "reference": {"tk": {"docs_per_ms": 2.0, "train_steps_per_s": 4.0}}}}
+CONFIG = {"neural": {"runs": {"p1": {}, "tkl-2k": {}, "off": {"evaluate": []}}, "table2_runs": ["p1", "off"],
+                     "efficiency": {"models": {"tk": {"model": "tk"}}}},
+          "tkl": {"table1": [{"run": "tkl-2k"}]}}
+CONFIG["study_time"] = {"goal_job_minutes": 10, "reference_host": "host R",
+                        "reference_settings": study_time.efficiency_fingerprint(CONFIG),
+                        "reference": {"tk": {"docs_per_ms": 2.0, "train_steps_per_s": 4.0}}}
 
 
 def benchmark(root, relative: str, seconds: float) -> None:
@@ -117,6 +119,23 @@ def test_the_goal_is_judged_at_the_reference_hosts_speed(benchmarks, tmp_path):
     assert "| **study** | all | 3 | **10.0** | 5.0 |" in report
     assert "Runs without any benchmark file (not run yet): none." in report
     assert "switches off (`evaluate: []`): off." in report
+
+
+def test_speeds_of_other_throughput_settings_are_not_compared(benchmarks, tmp_path):
+    """The tiny test config measures tiny models: their speed says nothing of the host against the reference's."""
+    efficiency = tmp_path / "efficiency.csv"
+    efficiency.write_text("model,device,docs_per_ms,train_steps_per_s\ntk,cpu,100.0,200.0\n")
+    tiny = {**CONFIG, "neural": {**CONFIG["neural"], "efficiency": {"models": {"tk": {"model": "tk", "layers": 1}}}}}
+    report = study_time.study_time_report(tiny, benchmarks, efficiency)
+    assert "No speed comparison" in report and "Goal: 10 job-minutes: **within** (+0.0)" in report
+
+
+def test_the_reference_keys_come_from_a_runs_throughput(tmp_path):
+    efficiency = tmp_path / "efficiency.csv"
+    efficiency.write_text("model,device,docs_per_ms,train_steps_per_s\ntk,cpu,1.5,2.25\ntk,cuda,9.0,9.0\n")
+    assert study_time.reference_entry(CONFIG, efficiency, "host R") == {
+        "reference_host": "host R", "reference_settings": CONFIG["study_time"]["reference_settings"],
+        "reference": {"tk": {"docs_per_ms": 1.5, "train_steps_per_s": 2.25}}}
 
 
 def test_without_a_throughput_benchmark_the_goal_is_judged_on_this_host(benchmarks, tmp_path):
