@@ -154,3 +154,25 @@ def test_tables_dir_finds_the_scoreboard_beside_the_tables(tmp_path):
         folder / "first_stage.csv", index=False)
     claims = scoreboard(tmp_path / "results" / "claims.csv")
     assert tables_in(folder, tmp_path / "none.yaml") == [folder / "first_stage.csv", claims]
+
+
+def test_on_another_machine_only_the_first_stages_drift_fails(tmp_path, tables, monkeypatch):
+    """The file names the CPU it was pinned on; elsewhere a trained model's cell may land in another optimum."""
+    import rankstudy.expected as expected_module
+    from rankstudy.expected import fatal
+
+    expected = tmp_path / "expected.yaml"
+    monkeypatch.setattr(expected_module, "cpu_model", lambda: "CPU A")
+    update(expected, tables)
+    assert read_expected(expected)["machine"] == "CPU A"
+    rewrite(tables[1], "F1", 0, 0.9)  # choppy_table1: a trained model's cell
+    summary, lines = check(expected, tables)
+    assert len(lines) == 1 and fatal(expected, lines) == lines  # the same machine: every drift fails
+    monkeypatch.setattr(expected_module, "cpu_model", lambda: "CPU B")
+    summary, lines = check(expected, tables)
+    assert fatal(expected, lines) == [] and "drifted on this machine (CPU B; pinned on CPU A)" in summary
+    assert main(["check-expected", "--expected", str(expected), "--tables", *map(str, tables)]) == 0
+    rewrite(tables[0], "AP", 0, 0.5)  # first_stage: Lucene, the same on every machine
+    summary, lines = check(expected, tables)
+    assert [line.split(":")[0] for line in fatal(expected, lines)] == ["first_stage | d | test | bm25 | AP"]
+    assert main(["check-expected", "--expected", str(expected), "--tables", *map(str, tables)]) == 2

@@ -69,7 +69,7 @@ def _check_expected(args: argparse.Namespace) -> None:
 
         with atomic_open(args.out) as out:
             out.write("".join(f"{line}\n" for line in drifts) + f"{summary}\n")
-    if drifts:
+    if expected.fatal(args.expected, drifts):
         raise StudyError(f"{summary} (listed above)")
 
 

@@ -290,9 +290,9 @@ def goal_lines(minutes: float, settings: dict, speed: tuple[float, int] | None) 
              "N cores take about 1/N of it)."]
     if speed:
         factor, compared = speed
-        lines.append(f"This host ran the throughput benchmark at {factor:.2f}x the speed of the host the goal was set "
-                     f"on ({settings.get('reference_host') or 'study_time.reference'}; geometric mean of {compared} "
-                     f"measurements): **{minutes * factor:.1f} job-minutes at that host's speed**.")
+        lines.append(f"This host ran the throughput benchmark at {factor:.2f}x the reference host's speed "
+                     f"({settings.get('reference_host') or 'study_time.reference'}; geometric mean of {compared} "
+                     f"measurements): **{minutes * factor:.1f} job-minutes at the reference speed**.")
     if goal:
         at_reference = minutes * speed[0] if speed else minutes
         verdict = "within" if at_reference <= goal else "over"

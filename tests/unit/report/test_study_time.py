@@ -114,8 +114,8 @@ def test_the_goal_is_judged_at_the_reference_hosts_speed(benchmarks, tmp_path):
     assert study_time.host_speed(efficiency, CONFIG["study_time"]["reference"]) == (0.5, 2)
     report = study_time.study_time_report({**CONFIG, "study_time": {**CONFIG["study_time"], "goal_job_minutes": 6}},
                                           benchmarks, efficiency)
-    assert "**10.0 job-minutes**" in report and "0.50x the speed of the host the goal was set on (host R" in report
-    assert "**5.0 job-minutes at that host's speed**" in report and "**within** (-1.0)" in report
+    assert "**10.0 job-minutes**" in report and "0.50x the reference host's speed (host R" in report
+    assert "**5.0 job-minutes at the reference speed**" in report and "**within** (-1.0)" in report
     assert "| **study** | all | 3 | **10.0** | 5.0 |" in report
     assert "Runs without any benchmark file (not run yet): none." in report
     assert "switches off (`evaluate: []`): off." in report
@@ -141,7 +141,7 @@ def test_the_reference_keys_come_from_a_runs_throughput(tmp_path):
 def test_without_a_throughput_benchmark_the_goal_is_judged_on_this_host(benchmarks, tmp_path):
     report = study_time.study_time_report({**CONFIG, "study_time": {"goal_job_minutes": 9}}, benchmarks,
                                           tmp_path / "missing.csv")
-    assert "at that host's speed" not in report and "Goal: 9 job-minutes: **over** (+1.0)" in report
+    assert "at the reference speed" not in report and "Goal: 9 job-minutes: **over** (+1.0)" in report
 
 
 def test_a_malformed_benchmark_file_is_named(benchmarks):
