@@ -32,9 +32,10 @@ def _read_yaml(path: Path, what: str) -> Any:
 
 
 def reported_numbers(spec: Mapping[str, Any] | None, root: Path) -> str:
-    """The paper's A and B cells of a reported-cells file, e.g. '0.634 vs 0.594 (TREC DL 2019 documents)'."""
-    if not spec:
-        return "—"
+    """The paper's A and B cells of a reported-cells file, e.g. '0.634 vs 0.594 (TREC DL 2019 documents)'
+    (``spec``: file, table, column, a, b, where; or none: why the paper has no such cells)."""
+    if "none" in spec:
+        return f"— ({spec['none']})"
     path = root / spec["file"]
     table = (_read_yaml(path, "reported cells") or {}).get("tables", {}).get(spec["table"])
     if not table or spec["column"] not in table["columns"]:
@@ -48,7 +49,7 @@ def reported_numbers(spec: Mapping[str, Any] | None, root: Path) -> str:
         values.append(row[column])
     if None in values:
         return f"— (not legible in the paper's text: {spec['file']})"
-    return f"{values[0]:g} vs {values[1]:g} ({spec['on']})"
+    return f"{values[0]:g} vs {values[1]:g} ({spec['where']})"
 
 
 def pinned_claims(path: Path) -> dict[str, dict[str, Any]] | None:
@@ -62,10 +63,14 @@ def pinned_claims(path: Path) -> dict[str, dict[str, Any]] | None:
     return claims
 
 
+def _number(value: float) -> str:
+    return f"{value:.3f}" if abs(value) >= 0.1 else f"{value:.3g}"
+
+
 def study_numbers(cells: Mapping[str, Any]) -> tuple[str, str]:
     """(the study's A vs B and p, the outcome with its seeds) of one pinned claim."""
     p = cells.get("p")
-    numbers = f"{cells['mean A']:.3g} vs {cells['mean B']:.3g}" + (f" (p {p:.2g})" if p is not None else "")
+    numbers = f"{_number(cells['mean A'])} vs {_number(cells['mean B'])}" + (f" (p {p:.2g})" if p is not None else "")
     outcome = f"**{cells['outcome']}**"
     if cells.get("seeds"):
         outcome += f" ({cells['seeds']} seeds; pooled: {cells['pooled outcome']})"
@@ -75,13 +80,21 @@ def study_numbers(cells: Mapping[str, Any]) -> tuple[str, str]:
 def headline_table(spec_path: Path, root: Path) -> str:
     """The table's markdown: one line per row and study result."""
     spec = _read_yaml(spec_path, "the headline claims spec")
+    try:
+        return _table(spec, spec_path, root)
+    except (KeyError, TypeError, AttributeError) as error:
+        raise StudyError(f"{spec_path}: expected studies (data, config, scoreboard) and rows (paper, claim, results: "
+                         f"study, id, b; reported: file, table, column, a, b, where); missing or wrong: {error}") from None
+
+
+def _table(spec: Mapping[str, Any], spec_path: Path, root: Path) -> str:
     studies = spec["studies"]
     pinned = {name: pinned_claims(root / study["scoreboard"]) for name, study in studies.items()}
     lines = ["| paper | claim | the paper's number | data (config) | the study's number | outcome |",
              "|---|---|---|---|---|---|"]
     for row in spec["rows"]:
         for result in row["results"]:
-            paper_number = reported_numbers(result.get("reported", row.get("reported")), root)
+            paper_number = reported_numbers(result.get("reported", row["reported"]), root)
             study = studies[result["study"]]
             data = f"{result.get('data', study['data'])} (`{study['config']}`)"
             claims = pinned[result["study"]]

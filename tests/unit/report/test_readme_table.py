@@ -23,7 +23,7 @@ def repo(tmp_path):
     (tmp_path / "reported.yaml").write_text(yaml.safe_dump({"tables": {"tkl_table1": {
         "columns": ["test nDCG@10"], "rows": {"TKL (2,000)": [0.634], "TK (200)": [0.594], "X": [None]}}}}))
     reported = {"file": "reported.yaml", "table": "tkl_table1", "column": "test nDCG@10", "a": "TKL (2,000)",
-                "b": "TK (200)", "on": "TREC DL 2019"}
+                "b": "TK (200)", "where": "TREC DL 2019"}
     (tmp_path / "spec.yaml").write_text(yaml.safe_dump({
         "studies": {"syn": {"data": "synthetic", "config": "c.yaml", "scoreboard": "pinned.yaml"},
                     "real": {"data": "real", "config": "r.yaml", "scoreboard": "never.yaml"}},
@@ -37,7 +37,7 @@ def repo(tmp_path):
 
 def test_a_row_is_the_papers_cells_beside_the_pinned_claim(repo):
     lines = headline_table(repo / "spec.yaml", repo).splitlines()
-    assert lines[2] == ("| TKL | TKL beats TK | 0.634 vs 0.594 (TREC DL 2019) | synthetic (`c.yaml`) | 0.612 vs 0.4 "
+    assert lines[2] == ("| TKL | TKL beats TK | 0.634 vs 0.594 (TREC DL 2019) | synthetic (`c.yaml`) | 0.612 vs 0.400 "
                         "(p 0.00012) | **holds** (3 of 3 seeds; pooled: holds) |")
     assert lines[3].startswith("| TKL | TKL beats TK | — (not legible in the paper's text: reported.yaml) | real "
                                "(`r.yaml`) | not pinned yet | run it, then pin `never.yaml`")
@@ -70,3 +70,11 @@ def test_the_projects_readme_shows_what_the_pinned_scoreboards_give():
     """README.md's first table is generated: after a change of a pin or of the spec, run python -m rankstudy
     readme-table."""
     assert write_readme_table(REPO / "docs" / "headline-claims.yaml", REPO / "README.md", REPO, check=True)
+
+
+def test_a_spec_without_a_key_is_an_error_naming_the_file(repo):
+    spec = yaml.safe_load((repo / "spec.yaml").read_text())
+    del spec["rows"][0]["reported"]["where"]
+    (repo / "spec.yaml").write_text(yaml.safe_dump(spec))
+    with pytest.raises(StudyError, match=r"spec.yaml: expected studies .* missing or wrong: 'where'"):
+        headline_table(repo / "spec.yaml", repo)
