@@ -45,6 +45,7 @@ from datetime import datetime
 from pathlib import Path
 
 from rankstudy.errors import StudyError
+from rankstudy.truncation.methods import CHOPPY as CHOPPY_PAPER  # the paper is named after its method
 
 SHARED_STAGES = {"data", "index", "first_stage", "text"}
 
@@ -85,7 +86,7 @@ def job_paper(path: Path, papers: dict[str, str], socialformer_texts: set[str] =
     if stage in SHARED_STAGES:
         return "shared", stage
     if stage == "choppy" or path.name.startswith("choppy"):
-        return "Choppy", stage
+        return CHOPPY_PAPER, stage
     if stage == "report":
         for prefix, paper in (("tkl", "TKL"), ("socialformer", "Socialformer"), ("first_stage", "shared")):
             if path.name.startswith(prefix):
@@ -202,7 +203,7 @@ def trainings(models: Path, benchmarks: Path) -> list[Training]:
     return found
 
 
-PAPERS = ["shared", "TK", "TKL", "Socialformer", "Choppy"]
+PAPERS = ["shared", "TK", "TKL", "Socialformer", CHOPPY_PAPER]
 
 
 @dataclass
