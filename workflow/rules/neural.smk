@@ -113,7 +113,7 @@ rule teacher_vectors:
     priority: PREPARATION_PRIORITY
     threads: PLAN.threads
     params: settings=lambda wc: as_json(PLAN.teachers.encoder_settings(wc.teacher))
-    resources: mem_mb=6000, runtime=120
+    resources: mem_mb=10000, runtime=120  # splade-tiny over the 19k-passage pool peaked at 9.1 GB (docs/msmarco.md)
     shell:
         "python -m rankstudy teacher-vectors --config {params.settings:q} --collection {input.collection}"
         " --queries {input.queries} --threads {threads} --out {output} 2> {log}"
