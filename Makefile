@@ -59,7 +59,7 @@ pull:
 # a finished run of config/msmarco-passages.yaml (its usage line); tests/unit/test_bench.py keeps this list whole.
 BENCHMARKS := tk_speed tkl_speed tkl_central_rows train_step busy_speed slice_threads length_groups micro_batch \
 	malloc cpu_isa social_graph sparse_attention choppy_predict efficiency_processes dense_encode dry_run streaming
-DENSE_COLLECTION ?= ../shared/data/trec-dl20-passage-top100/collection.tsv
+DENSE_COLLECTION ?= resources/data/trec-dl20-passage-top100/collection.tsv
 bench: $(addprefix bench-,$(BENCHMARKS))
 bench-dense_encode: BENCH_ARGS = --collection $(DENSE_COLLECTION) --docs 1024
 bench-gpu: env

@@ -5,7 +5,7 @@ pyserini pads a batch to its longest document. This script builds the same colle
 after the other in one process (and the reverse order again, so that neither way always runs warm), and
 reports docs/s and the largest difference between the two indexes' vectors of a document:
 
-    python bench/dense_encode.py --collection ../shared/data/trec-dl20-passage-top100/collection.tsv \\
+    python bench/dense_encode.py --collection resources/data/trec-dl20-passage-top100/collection.tsv \\
         --docs 1024 --out bench/results/dense_encode.md
 """
 

@@ -9,7 +9,7 @@ From a study run's files (run it after `snakemake ... --configfile config/msmarc
         --train-run runs/msmarco-train/bm25.train.run \\
         --test dl-test-a:runs/dl-test-a/bm25-given.test.run:data/dl-test-a/qrels.test.txt \\
         --test dl-test-b:runs/dl-test-b/bm25-given.test.run:data/dl-test-b/qrels.test.txt \\
-        --given-negatives ../shared/data/msmarco-passage-train-sample/negatives.tsv \\
+        --given-negatives resources/data/msmarco-passage-train-sample/negatives.tsv \\
         --rel-threshold 2 --out bench/results/training_negatives.md
 
 Triples: the share whose positive is the first stage's rank 1, whose negative the first stage ranks above the

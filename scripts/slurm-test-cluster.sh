@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # A throw-away single-node Slurm cluster for tests (Debian 12, Slurm 22.05 + munge), as root and
-# without systemd. Adapted from the verified reference in ../shared/reference (docs/cluster.md).
+# without systemd (docs/cluster.md).
 #
 #   scripts/slurm-test-cluster.sh up       install slurm-wlm + munge if missing, start the daemons
 #   scripts/slurm-test-cluster.sh down     cancel all jobs, stop the daemons this script started

@@ -12,7 +12,7 @@ from helpers import REPO
 from rankstudy.config import from_dict
 from rankstudy.datasets.synthetic import SyntheticConfig, generate
 
-TIERS = ("unit", "learning", "workflow", "gpu")
+TIERS = ("unit", "learning", "workflow", "realdata", "gpu")
 
 
 def pytest_collection_modifyitems(items):

@@ -111,6 +111,23 @@ def iter_collection(path: str | os.PathLike, check_unique: bool = True) -> Itera
         raise _empty(path, "at least one document 'docid<TAB>text'")
 
 
+def iter_collections(paths: Sequence[str | os.PathLike]) -> Iterator[tuple[str, str]]:
+    """Stream several collection files in order as one collection (a collection split into parts): a docid is
+    unique across all of them, and a repeat names the file and line where it was first seen."""
+    seen: dict[str, tuple[str, int]] = {}
+    for path in paths:
+        count = 0
+        for number, docid, text in _tsv_pairs(path, "docid"):
+            if docid in seen:
+                first_path, first_line = seen[docid]
+                raise FormatError(path, number, f"a unique docid (first seen at {first_path}:{first_line})", docid)
+            seen[docid] = (str(path), number)
+            count += 1
+            yield docid, text
+        if not count:
+            raise _empty(path, "at least one document 'docid<TAB>text'")
+
+
 def read_queries(path: str | os.PathLike) -> dict[str, str]:
     queries: dict[str, str] = {}
     lines: dict[str, int] = {}

@@ -9,9 +9,10 @@ A ```bash block is preceded by a marker that says how CI runs it:
     <!-- ci: skip (why) -->           not run; the reason names what tests it instead
 
 Any marker may carry a note in parentheses; a skip must.
-A block runs with bash (``set -euo pipefail``) from a copy of the repository's tracked files beside a
-``../shared/data`` of stand-in folders in the layouts of the real ones (the configs read their paths unchanged),
-offline (every proxy a closed port), with this interpreter's environment as ``.venv``."""
+A block runs with bash (``set -euo pipefail``) from a copy of the repository's tracked files, as a user's clone has
+them: the real-data configs read the collections shipped under resources/ (linked, not copied: read-only data) and
+nothing beside the repository; offline (every proxy a closed port), with this interpreter's environment as
+``.venv``."""
 
 from __future__ import annotations
 
@@ -26,7 +27,6 @@ import pytest
 
 from helpers import REPO
 from test_paper_miniatures import offline_env
-from test_workflow import msmarco_sample_folder, trec_dl_folder
 
 DOCUMENTS = ["README.md", "config/README.md", *sorted(p.relative_to(REPO).as_posix() for p in REPO.glob("docs/*.md"))]
 MARKER = re.compile(r"<!-- ci: (?P<mode>run|dry-run|run in the tiny study|skip)(?: \((?P<note>.+)\))? -->")
@@ -78,33 +78,19 @@ def test_every_command_block_says_how_ci_runs_it():
     assert len(BLOCKS) >= 15  # the parser found the blocks (README, docs/cluster.md, docs/msmarco.md, ...)
 
 
-def stand_in_shared_data(shared: Path) -> None:
-    """Folders in the layouts of ../shared/data that the documented configs read, with a few lines each."""
-    data = shared / "data"
-    data.mkdir(parents=True)
-    cranfield = data / "cranfield"
-    cranfield.mkdir()
-    (cranfield / "collection.tsv").write_text("1\tflow over a wing\n2\theat transfer in a pipe\n")
-    (cranfield / "queries.tsv").write_text("1\twing flow\n")
-    (cranfield / "qrels.txt").write_text("1 0 1 2\n")
-    msmarco_sample_folder(data / "msmarco-passage-train-sample")
-    trec_dl_folder(data / "trec-dl20-passage-top100")
-    trec_dl_folder(data / "trec-dl21-passage-top100", queries=4)
-
-
 @pytest.fixture(scope="module")
 def workspace(tmp_path_factory) -> tuple[Path, dict[str, str]]:
-    """A copy of the repository's tracked files (its .venv: this interpreter's), stand-in shared data beside it,
-    and the offline environment."""
+    """A copy of the repository's tracked files (its .venv: this interpreter's; resources/ linked) and the offline
+    environment."""
     root = tmp_path_factory.mktemp("documented")
     repo = root / "repo"
     tracked = subprocess.run(["git", "ls-files", "-z"], cwd=REPO, capture_output=True, check=True).stdout
     for name in filter(None, tracked.decode().split("\0")):
-        if (REPO / name).is_file():
+        if (REPO / name).is_file() and not name.startswith("resources/"):
             (repo / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(REPO / name, repo / name)
     (repo / ".venv").symlink_to(Path(sys.prefix))
-    stand_in_shared_data(root / "shared")
+    (repo / "resources").symlink_to(REPO / "resources")
     home = root / "ir_datasets_home"
     home.mkdir()
     return repo, offline_env(home)

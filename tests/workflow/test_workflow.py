@@ -245,8 +245,8 @@ def test_the_trec_dl_config_runs_query_folds_on_any_folder_of_its_layout(tmp_pat
     work = workflow_copy(tmp_path)
     folder = trec_dl_folder(tmp_path / "dl-tiny")
     text = (work / "config" / "trec-dl-passages.yaml").read_text()
-    assert text.count("../shared/data/trec-dl20-passage-top100") == 1
-    (work / "tiny-dl.yaml").write_text(text.replace("../shared/data/trec-dl20-passage-top100", str(folder)))
+    assert text.count("resources/data/trec-dl20-passage-top100") == 1
+    (work / "tiny-dl.yaml").write_text(text.replace("resources/data/trec-dl20-passage-top100", str(folder)))
     result = snakemake(work, "-n", "-p", "--cores", "2", "--configfile", "tiny-dl.yaml")
     assert result.returncode == 0, result.stderr[-3000:]
     output = result.stdout + result.stderr
@@ -281,8 +281,8 @@ def msmarco_sample_folder(path: Path, queries: int = 12) -> Path:
     return path
 
 
-MSMARCO_PATHS = ("../shared/data/msmarco-passage-train-sample", "../shared/data/trec-dl20-passage-top100",
-                 "../shared/data/trec-dl21-passage-top100")
+MSMARCO_PATHS = ("resources/data/msmarco-passage-train-sample", "resources/data/trec-dl20-passage-top100",
+                 "resources/data/trec-dl21-passage-top100")
 
 
 def msmarco_config(work: Path, tmp_path: Path, extra: str = "") -> tuple[Path, Path, Path]:
@@ -602,8 +602,8 @@ def test_choppy_on_the_papers_lists_over_repeated_splits(tmp_path):
                  "drmm.test.qids"):
         (lists / name).write_text("1\n")
     text = (work / "config" / "choppy-robust04.yaml").read_text()
-    assert text.count("../shared/data/robust04-runs/") == 12
-    (work / "robust04.yaml").write_text(text.replace("../shared/data/robust04-runs/", f"{lists}/"))
+    assert text.count("resources/data/robust04-runs/") == 12
+    (work / "robust04.yaml").write_text(text.replace("resources/data/robust04-runs/", f"{lists}/"))
     result = snakemake(work, "-n", "-p", "--cores", "2", "--configfile", "robust04.yaml")
     assert result.returncode == 0, result.stderr
     counts = job_counts(result.stdout + result.stderr)

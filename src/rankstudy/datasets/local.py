@@ -3,7 +3,8 @@
 Config (``datasets.<name>.local``)::
 
     path: data/cranfield              # relative to the working directory (the workflow root)
-    collection: collection.tsv        # default; "docid<TAB>text" per line
+    collection: collection.tsv        # default; "docid<TAB>text" per line; where the file is absent, its parts
+                                      # collection.part1.tsv, collection.part2.tsv, ... are read in order
     splits:
       test: {queries: queries.tsv, qrels: qrels.txt}   # "qid<TAB>text"; TREC "qid 0 docid rel"
     candidates: bm25.run              # optional: a TREC run of given candidate lists -> candidates.run
@@ -24,6 +25,10 @@ must be documents of the collection and its qids queries of a split.
 candidates' text (TREC DL passages: the top 100): nDCG's ideal ranking, AP and recall count every
 judged document, as in the published numbers. Training positives need text: query folds
 (``rankstudy.datasets.folds``) keep only those in their train splits.
+
+A large collection may come split into parts (files kept under a size limit): ``collection.part1.tsv`` to
+``collection.partN.tsv``, numbered without gaps, read in that order as one collection (a docid unique across
+them).
 
 ``pool`` pools documents of other folders into the collection, never their judgments (the training queries'
 BM25 negatives are searched in the pool: config/msmarco-passages.yaml). A docid already in the collection keeps
@@ -65,7 +70,7 @@ from rankstudy.formats import (
     FormatError,
     Qrels,
     _tsv_pairs,
-    iter_collection,
+    iter_collections,
     iter_qrels,
     read_queries,
     read_run,
@@ -122,31 +127,57 @@ def splits(settings: Mapping[str, Any]) -> list[str]:
     return list(settings["splits"]) + ([held["split"]] if held else [])
 
 
-def _documents(path: Path, docids: set[str]) -> Iterator[tuple[str, str]]:
-    """Stream the collection, recording its docids and counting empty texts."""
+def collection_files(folder: Path, name: str = "collection.tsv") -> list[Path]:
+    """The files of ``folder``'s collection ``name``: the file itself, or where it is absent its parts
+    ``<stem>.part1.tsv`` ... ``<stem>.partN.tsv`` in numeric order (a gap in the numbering is an error). A
+    collection found neither way is returned as ``[folder / name]`` for the caller's missing-file report."""
+    single = folder / name
+    stem = name.removesuffix(".tsv")
+    part = re.compile(re.escape(stem) + r"\.part(\d+)\.tsv")
+    parts = {}
+    if not single.is_file() and folder.is_dir():
+        for path in folder.iterdir():
+            if number := part.fullmatch(path.name):
+                parts[int(number.group(1))] = path
+    if not parts:
+        return [single]
+    if sorted(parts) != list(range(1, len(parts) + 1)):
+        raise StudyError(f"{folder}: expected collection parts {stem}.partN.tsv numbered 1 to N without gaps; "
+                         f"found part numbers {sorted(parts)}")
+    return [parts[number] for number in sorted(parts)]
+
+
+def describe(files: list[Path]) -> str:
+    """``files`` in a message: one path, or the first part's path and how many parts."""
+    return str(files[0]) if len(files) == 1 else f"{files[0]} (and its other {len(files) - 1} parts)"
+
+
+def _documents(files: list[Path], docids: set[str]) -> Iterator[tuple[str, str]]:
+    """Stream a collection (its parts in order), recording its docids and counting empty texts."""
     empty = 0
-    for docid, text in iter_collection(path):
+    for docid, text in iter_collections(files):
         docids.add(docid)
         empty += not text.strip()
         yield docid, text
     if empty:
-        log.warning("%s: %d empty document(s)", path, empty)
+        log.warning("%s: %d empty document(s)", describe(files), empty)
 
 
-def _pooled(collection: Path, pool: list[Path], docids: set[str]) -> Iterator[tuple[str, str]]:
+def _pooled(collection: list[Path], pool: list[list[Path]], docids: set[str]) -> Iterator[tuple[str, str]]:
     """The collection's documents, then the pool's that it lacks. A docid seen again keeps its first text (the
     collection's own: its judgments were made on it); copies with another text are counted and logged."""
     yield from _documents(collection, docids)
-    for path in pool:
+    for files in pool:
         other = 0
-        for docid, text in _documents(path, set()):
+        for docid, text in _documents(files, set()):
             if docid in docids:
                 other += 1
                 continue
             docids.add(docid)
             yield docid, text
         if other:
-            log.warning("%s: %d documents already in the collection, kept with the first text", path, other)
+            log.warning("%s: %d documents already in the collection, kept with the first text", describe(files),
+                        other)
 
 
 def _given_negatives(path: Path, qrels: Qrels, queries: Mapping[str, str], docids: set[str]) -> int:
@@ -174,7 +205,7 @@ def _hold_out(queries: dict[str, str], qrels: Qrels, count: int, seed: int, wher
 
 
 def _judgments(path: Path, queries: Mapping[str, str], queries_path: Path, docids: set[str] | None,
-               collection: Path) -> Qrels:
+               collection: str) -> Qrels:
     """Read a qrels file, checking each line's qid against the split and its docid against the collection
     (``docids``; None: judgments beyond the collection are kept)."""
     qrels: Qrels = {}
@@ -189,7 +220,7 @@ def _judgments(path: Path, queries: Mapping[str, str], queries_path: Path, docid
     return qrels
 
 
-def _candidates(path: Path, qids: set[str], docids: set[str], collection: Path) -> dict:
+def _candidates(path: Path, qids: set[str], docids: set[str], collection: str) -> dict:
     """Read the given candidate run, checking that it ranks documents of the collection for known queries."""
     run = read_run(path)
     unknown = sorted(set(run) - qids)
@@ -207,13 +238,13 @@ def export(name: str, settings: Mapping[str, Any], out: Path, seed: int = 0) -> 
     choice)."""
     config = _config(name, settings)
     root = Path(config.path)
-    collection = root / config.collection
-    # a pool entry is a collection file, or a folder of this layout (its collection.tsv)
-    pool = [Path(path) / "collection.tsv" if Path(path).is_dir() else Path(path) for path in config.pool]
+    collection = collection_files(root, config.collection)
+    # a pool entry is a collection file, or a folder of this layout (its collection.tsv or its parts)
+    pool = [collection_files(Path(path)) if Path(path).is_dir() else [Path(path)] for path in config.pool]
     files = {split: {key: root / value for key, value in paths.items()} for split, paths in config.splits.items()}
     candidates = root / config.candidates if config.candidates else None
-    needed = ([collection, *pool] + [path for paths in files.values() for path in paths.values()]
-              + ([candidates] if candidates else []))
+    needed = ([*collection, *(path for entry in pool for path in entry)]
+              + [path for paths in files.values() for path in paths.values()] + ([candidates] if candidates else []))
     missing = [str(path) for path in dict.fromkeys(needed) if not path.is_file()]
     if missing:
         raise StudyError(f"dataset {name}: missing file(s): {', '.join(missing)}")
@@ -221,7 +252,7 @@ def export(name: str, settings: Mapping[str, Any], out: Path, seed: int = 0) -> 
     with atomic_path(out, directory=True) as tmp:
         docids: set[str] = set()
         count = write_collection(tmp / "collection.tsv", _pooled(collection, pool, docids))
-        log.info("%s: %d documents from %s", name, count, ", ".join(map(str, [collection, *pool])))
+        log.info("%s: %d documents from %s", name, count, ", ".join(map(describe, [collection, *pool])))
         qids: set[str] = set()
         written = {}
         for split, paths in files.items():
@@ -229,7 +260,7 @@ def export(name: str, settings: Mapping[str, Any], out: Path, seed: int = 0) -> 
             queries = read_queries(queries_path)
             qids.update(queries)
             qrels = _judgments(qrels_path, queries, queries_path, None if config.qrels_beyond_collection else docids,
-                               collection)
+                               describe(collection))
             if "negatives" in paths:
                 added = _given_negatives(paths["negatives"], qrels, queries, docids)
                 log.info("%s/%s: %d given negatives from %s (grade 0)", name, split, added, paths["negatives"])
@@ -254,6 +285,6 @@ def export(name: str, settings: Mapping[str, Any], out: Path, seed: int = 0) -> 
             write_qrels(tmp / f"qrels.{split}.txt", qrels)
             log.info("%s/%s: %d queries, %d judged", name, split, len(queries), len(qrels))
         if candidates:
-            run = _candidates(candidates, qids, docids, collection)
+            run = _candidates(candidates, qids, docids, describe(collection))
             write_run(tmp / "candidates.run", run, "candidates")
             log.info("%s: candidates of %d queries from %s", name, len(run), candidates)

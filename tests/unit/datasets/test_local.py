@@ -247,3 +247,61 @@ def test_bad_given_negatives_name_the_line(tmp_path, negatives, message):
     with pytest.raises(StudyError, match=message):
         local.export("ds", {**SETTINGS, "path": str(src), "splits": splits}, tmp_path / "out")
     assert not (tmp_path / "out").exists()
+
+
+def split_into_parts(src: Path, *parts: bytes) -> None:
+    """Replace ``src``'s collection.tsv by the files collection.part1.tsv ... with ``parts``."""
+    (src / "collection.tsv").unlink()
+    for number, content in enumerate(parts, start=1):
+        (src / f"collection.part{number}.tsv").write_bytes(content)
+
+
+def test_a_collection_in_parts_is_read_in_numeric_order(tmp_path, caplog):
+    src = make_source(tmp_path)
+    lines = [f"d{i}\ttext {i}\n".encode() for i in range(1, 12)]
+    # eleven parts: part10 and part11 sort before part2 as names, not as numbers
+    split_into_parts(src, *lines)
+    out = tmp_path / "data" / "ds"
+    with caplog.at_level(logging.INFO):
+        local.export("ds", {**SETTINGS, "path": str(src)}, out)
+    assert (out / "collection.tsv").read_bytes() == b"".join(lines)
+    assert "collection.part1.tsv (and its other 10 parts)" in caplog.text
+
+
+def test_a_docid_repeated_in_another_part_names_both_places(tmp_path):
+    src = make_source(tmp_path)
+    split_into_parts(src, b"d1\ta\nd2\tb\n", b"d3\tc\nd1\tagain\n")
+    out = tmp_path / "data" / "ds"
+    with pytest.raises(StudyError) as caught:
+        local.export("ds", {**SETTINGS, "path": str(src)}, out)
+    assert f"{src / 'collection.part2.tsv'}:2" in str(caught.value)
+    assert f"first seen at {src / 'collection.part1.tsv'}:1" in str(caught.value)
+    assert not out.exists()
+
+
+def test_a_malformed_line_in_a_part_names_that_part_and_writes_nothing(tmp_path):
+    src = make_source(tmp_path)
+    split_into_parts(src, b"d1\ta\n", b"d2\tb\nd3 no tab\n")
+    out = tmp_path / "data" / "ds"
+    with pytest.raises(StudyError, match=r"collection\.part2\.tsv:2: expected 2 tab-separated fields"):
+        local.export("ds", {**SETTINGS, "path": str(src)}, out)
+    assert not any((tmp_path / "data").iterdir())
+
+
+def test_a_gap_in_the_part_numbers_is_an_error(tmp_path):
+    src = make_source(tmp_path)
+    split_into_parts(src, b"d1\ta\n", b"d2\tb\n", b"d3\tc\n")
+    (src / "collection.part2.tsv").unlink()
+    with pytest.raises(StudyError, match=r"numbered 1 to N without gaps; found part numbers \[1, 3\]"):
+        local.export("ds", {**SETTINGS, "path": str(src)}, tmp_path / "data" / "ds")
+
+
+def test_a_pooled_folder_may_hold_its_collection_in_parts(tmp_path):
+    src = make_source(tmp_path)
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "collection.part1.tsv").write_bytes(b"p1\tpooled one\n")
+    (other / "collection.part2.tsv").write_bytes(b"p2\tpooled two\n")
+    out = tmp_path / "data" / "ds"
+    local.export("ds", {**SETTINGS, "path": str(src), "pool": [str(other)]}, out)
+    assert (out / "collection.tsv").read_bytes() == COLLECTION + b"p1\tpooled one\np2\tpooled two\n"

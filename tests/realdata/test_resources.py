@@ -1,0 +1,105 @@
+"""The real data the configs read ships with the project (resources/data): every file under 4 MiB, every folder with
+a README naming its source, commit and licence, every collection readable whole, every given run reproducing its
+published figure, and the study's own Anserini first stage reproducing its figures on Cranfield through the
+workflow (resources/data/figures.yaml holds the numbers). Nothing here needs the network or a folder beside the
+repository."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import yaml
+
+from helpers import REPO
+from rankstudy.datasets.local import collection_files
+from rankstudy.evaluate import aggregate, evaluate_run
+from rankstudy.formats import iter_collections, read_qrels, read_run
+
+DATA = REPO / "resources" / "data"
+FIGURES = yaml.safe_load((DATA / "figures.yaml").read_text())
+FOLDERS = sorted(path for path in DATA.iterdir() if path.is_dir())
+LIMIT = 4 * 1024 * 1024  # bytes: every shipped file is under 4 MiB
+# where the project's own files live; none may read a folder outside the repository
+PROJECT = ["config", "docs", "workflow", "src", "tests", "bench", "scripts", "README.md", "Makefile", "resources"]
+OUTSIDE = re.compile(r"\.\./shared\b")
+
+
+def test_every_shipped_file_is_under_4_mib():
+    large = [f"{path.relative_to(REPO)} ({path.stat().st_size:,} bytes)" for path in DATA.rglob("*")
+             if path.is_file() and path.stat().st_size >= LIMIT]
+    assert not large, large
+
+
+@pytest.mark.parametrize("folder", FOLDERS, ids=lambda path: path.name)
+def test_every_folder_says_where_it_comes_from_and_under_which_licence(folder):
+    text = (folder / "README.md").read_text()
+    assert re.search(r"github\.com/[\w.-]+/[\w.-]+", text), "a source repository"
+    assert re.search(r"\b(commit|at)\s+[0-9a-f]{7,40}\b", text), "the source's commit"
+    assert re.search(r"licen[cs]", text, re.I), "a licence, or that none is stated"
+    assert folder.name in (DATA / "README.md").read_text(), "resources/data/README.md lists every folder"
+
+
+@pytest.mark.parametrize("folder", sorted(FIGURES["documents"]))
+def test_a_shipped_collection_reads_whole(folder):
+    files = collection_files(DATA / folder)
+    assert len({docid for docid, _ in iter_collections(files)}) == FIGURES["documents"][folder]
+
+
+@pytest.mark.parametrize("check", FIGURES["runs"], ids=lambda check: f"{check['folder']}/{check['run']}")
+def test_a_given_run_reproduces_its_published_figure(check):
+    folder = DATA / check["folder"]
+    run, qrels = read_run(folder / check["run"]), read_qrels(folder / check["qrels"])
+    if check.get("queries") == "run":
+        qrels = {qid: judged for qid, judged in qrels.items() if qid in run}
+    means = aggregate(evaluate_run(run, qrels, list(check["measures"]), check["rel"]))
+    measured = dict(zip(means["measure"], means["value"].round(check.get("places", 4))))
+    assert measured == pytest.approx(check["measures"], abs=1e-9)
+
+
+def test_no_project_file_reads_a_folder_beside_the_repository():
+    tracked = subprocess.run(["git", "ls-files", *PROJECT], cwd=REPO, capture_output=True, text=True,
+                             check=True).stdout.split()
+    naming = [name for name in tracked if (REPO / name).is_file() and not name.endswith((".tsv", ".run", ".txt"))
+              and OUTSIDE.search((REPO / name).read_text(errors="replace"))]
+    assert not naming, f"these files name a folder beside the repository: {naming}"
+
+
+def config_paths(text: str) -> list[str]:
+    return re.findall(r"resources/data/[\w./-]+", text)
+
+
+@pytest.mark.parametrize("config", sorted(REPO.glob("config/*.yaml")), ids=lambda path: path.name)
+def test_every_path_a_config_names_is_shipped(config):
+    missing = [path for path in config_paths(config.read_text()) if not (REPO / path.rstrip("/.")).exists()]
+    assert not missing, missing
+
+
+@pytest.mark.slow
+def test_the_study_first_stage_reproduces_its_figures_on_cranfield(tmp_path):
+    """config/cranfield.yaml through Snakemake as a user runs it: Anserini indexes the shipped collection, BM25 and
+    QL search it, ir-measures evaluates them; the table's cells are the figures of resources/data/figures.yaml."""
+    checks = [check for check in FIGURES["workflow"] if check["config"] == "config/cranfield.yaml"]
+    work = tmp_path / "study"
+    work.mkdir()
+    for name in ("Snakefile", "workflow", "config", "profiles", "environment.yml"):
+        (shutil.copytree if (REPO / name).is_dir() else shutil.copy)(REPO / name, work / name)
+    (work / "resources").symlink_to(REPO / "resources")
+    bin_dir = Path(sys.executable).parent  # rules call `python -m rankstudy` from PATH
+    result = subprocess.run([str(bin_dir / "snakemake"), "--cores", "2", "--configfile", "config/cranfield.yaml"],
+                            cwd=work, env=dict(os.environ, PATH=f"{bin_dir}{os.pathsep}{os.environ['PATH']}"),
+                            capture_output=True, text=True, timeout=900)
+    assert result.returncode == 0, result.stderr[-3000:]
+    table = pd.read_csv(work / "results" / "tables" / "first_stage.csv")
+    for check in checks:
+        row = table[(table["dataset"] == check["dataset"]) & (table["split"] == check["split"])
+                    & (table["system"] == check["system"])]
+        assert len(row) == 1, (check, table)
+        measured = {measure: round(float(row[measure].iloc[0]), 4) for measure in check["measures"]}
+        assert measured == pytest.approx(check["measures"], abs=1e-9), check
