@@ -57,7 +57,7 @@ pull:
 # and printing its report (those with a results file write it); about two hours on 2 cores: run nothing else
 # meanwhile. `make bench-NAME` runs one. bench/gpu_efficiency.py (make bench-gpu) needs a GPU; bench/training_negatives.py
 # a finished run of config/msmarco-passages.yaml (its usage line); tests/unit/test_bench.py keeps this list whole.
-BENCHMARKS := tk_speed tkl_speed tkl_central_rows train_step busy_speed slice_threads length_groups micro_batch \
+BENCHMARKS := tk_speed tkl_speed tkl_central_rows document_reuse train_step busy_speed slice_threads length_groups micro_batch \
 	malloc cpu_isa social_graph sparse_attention choppy_predict efficiency_processes dense_encode dry_run streaming
 DENSE_COLLECTION ?= resources/data/trec-dl20-passage-top100/collection.tsv
 bench: $(addprefix bench-,$(BENCHMARKS))

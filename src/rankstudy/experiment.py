@@ -201,17 +201,20 @@ def _scoring_model(model_dir: Path, embeddings: Path, device: str, threads: int,
 
 def rerank_run(model_dir: Path, embeddings: Path, documents: Path, splits: Sequence[tuple[Path, Path, Path]],
                tag: str, depth: int, batch_size: int, device: str = "auto", threads: int = 1,
-               precision: str = "fp32") -> None:
+               precision: str = "fp32", reuse_documents: bool = False) -> None:
     """For each split's (queries, candidates, out): score the top ``depth`` candidates of every query with a trained
     model, at the lengths it was trained at and at ``precision`` (``rankstudy.precision``); write a TREC run (the
-    neural order on top, the rest of the candidates after it). The model and the collection load once for all."""
+    neural order on top, the rest of the candidates after it). The model and the collection load once for all;
+    ``reuse_documents``: each document encoded once for all its queries, where the model can
+    (``rerank.score_candidates``)."""
     model, spec, resolved = _scoring_model(model_dir, embeddings, device, threads,
                                            *(queries for queries, _, _ in splits), documents)
     document_store = TokenStore(documents)
     for queries, candidates, out in splits:
         first_stage = formats.read_run(candidates)
         scored = score_candidates(model, first_stage, TokenStore(queries), document_store, depth, batch_size,
-                                  spec.max_query_length, spec.max_doc_length, resolved, precision=precision)
+                                  spec.max_query_length, spec.max_doc_length, resolved, precision=precision,
+                                  reuse_documents=reuse_documents)
         # candidates below ``depth`` follow in first-stage order, so every run ranks the same candidates
         formats.write_run(out, rerank_to_depth(first_stage, scored, depth), tag)
         log.info("re-ranked %d queries (top %d) with %s -> %s", len(scored), depth, model_dir, out)

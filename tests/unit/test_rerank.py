@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pandas as pd
 import pytest
 import torch
@@ -264,3 +265,57 @@ def test_tk_view_shows_the_best_validated_seed(tmp_path, monkeypatch):
     assert cli.main(["tk-view", "--model-dir", *(str(tmp_path / name) for name in ("s42", "s43", "s44")), *files]) == 0
     assert cli.main(["tk-view", "--model-dir", str(tmp_path / "s44"), *files]) == 0
     assert loaded == ["s43", "s44"]  # as select-seed chose the run; one model: that one
+
+
+def document_encoding_models():
+    """TK (both branches, its windowed pooling, published OOV matching) and TKL (each saturation), randomly
+    initialised over a 40-word vocabulary of 8-d vectors."""
+    from rankstudy.models.tk import TK, TKConfig
+    from rankstudy.models.tkl import TKL, TKLConfig
+
+    vectors = np.random.default_rng(3).normal(size=(40, 8)).astype(np.float32)
+    vectors[:2] = 0
+    small = dict(heads=2, layers=2, ff_dim=16)
+    torch.manual_seed(0)
+    return {
+        "TK": TK(TKConfig(**small), vectors),
+        "TK oov_matches, offset": TK(TKConfig(**small, oov_matches=True, document_position_offset=500), vectors),
+        "TK windows (d3)": TK(TKConfig(**small, branches="log", window_sizes=[4, 7], top_windows=2), vectors),
+        **{f"TKL {kind}": TKL(TKLConfig(**small, saturation=kind, chunk_size=10, overlap=2, saturation_window=6,
+                                        cpu_slice_tokens=120), vectors)
+           for kind in ("embedding", "log", "linear")},
+    }
+
+
+@pytest.mark.parametrize("name", list(document_encoding_models()))
+def test_reusing_a_documents_encoding_scores_as_the_pairs_do(name):
+    """Each document encoded once and scored against every query that ranks it gives the pairwise scores (up to
+    float rounding), whatever the batching, with one encoding per distinct document."""
+    model = document_encoding_models()[name]
+    rng = np.random.default_rng(1)
+    # lengths 1 to 90 (TKL: up to 9 chunks, some cut at max_doc_length), id 1 (OOV) among them
+    docs = FakeStore({f"d{i}": rng.integers(1, 40, size=int(rng.integers(1, 90))).tolist() for i in range(15)})
+    queries = FakeStore({f"q{i}": rng.integers(1, 40, size=int(rng.integers(1, 6))).tolist() for i in range(6)})
+    # every query ranks 8 of the 15 documents: each document recurs in several lists
+    run = {qid: [(f"d{d}", float(-rank)) for rank, d in enumerate(rng.permutation(15)[:8])] for qid in queries.texts}
+    encoded = []
+    original = model.encode_documents
+    model.encode_documents = lambda ids: encoded.append(ids.shape[0]) or original(ids)
+    pairwise = score_candidates(model, run, queries, docs, 8, 5, 6, 80, "cpu", progress=False)
+    for batch_size in (3, 64):
+        encoded.clear()
+        reused = score_candidates(model, run, queries, docs, 8, batch_size, 6, 80, "cpu", progress=False,
+                                  reuse_documents=True)
+        assert sum(encoded) == len({docid for ranking in run.values() for docid, _ in ranking}) < 6 * 8
+        for qid in run:
+            assert dict(reused[qid]) == pytest.approx(dict(pairwise[qid]), rel=1e-5, abs=1e-6)
+
+
+def test_a_model_that_reads_the_document_with_its_query_is_scored_pair_by_pair():
+    queries = FakeStore({"q1": [1, 2], "q2": [3]})
+    docs = FakeStore({f"d{i}": list(range(1 + i % 5, 4 + i % 7)) for i in range(8)})
+    run = {"q1": [(f"d{i}", 10.0 - i) for i in range(5)], "q2": [(f"d{i}", 1.0 + i) for i in range(3, 8)]}
+    model = SumRanker()
+    assert not getattr(model, "DOCUMENT_ENCODING", False)
+    assert (score_candidates(model, run, queries, docs, 5, 2, 5, 10, "cpu", progress=False, reuse_documents=True)
+            == score_candidates(model, run, queries, docs, 5, 2, 5, 10, "cpu", progress=False))

@@ -184,7 +184,7 @@ rule rerank:
     params:
         tag=lambda wc: f"{wc.model}.{wc.run}.s{wc.seed}",
         depth=lambda wc: PLAN.rerank_depth(wc.run),
-        batch=PLAN.rerank["batch_size"],
+        scoring=PLAN.rerank_options,
         device=PLAN.device,
         precision=PLAN.precision,
         model_dir=lambda wildcards, input: os.path.dirname(input.model),
@@ -192,7 +192,7 @@ rule rerank:
     shell:
         "python -m rankstudy rerank --model-dir {params.model_dir} --embeddings {input.embeddings}"
         " --queries {input.queries} --documents {input.documents} --candidates {input.candidates} --out {output}"
-        " --tag {params.tag} --depth {params.depth} --batch-size {params.batch} --device {params.device}"
+        " --tag {params.tag} --depth {params.depth} {params.scoring} --device {params.device}"
         " --precision {params.precision} --threads {threads} 2> {log}"
 
 

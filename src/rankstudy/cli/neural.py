@@ -355,7 +355,7 @@ def _rerank(args: argparse.Namespace) -> None:
                          f"{len(args.queries)}, {len(args.candidates)} and {len(args.out)}")
     splits = [tuple(map(Path, split)) for split in zip(args.queries, args.candidates, args.out)]
     rerank_run(Path(args.model_dir), Path(args.embeddings), Path(args.documents), splits, args.tag, args.depth,
-               args.batch_size, args.device, args.threads, args.precision)
+               args.batch_size, args.device, args.threads, args.precision, args.reuse_documents)
 
 
 @subcommand("rerank", "score first-stage candidates with a trained model (one split, or several with the model "
@@ -369,6 +369,9 @@ def _rerank_arguments(p: argparse.ArgumentParser) -> None:
     # rankstudy.precision.PRECISIONS, spelled out: importing it would load torch for every command's --help
     p.add_argument("--precision", choices=("fp32", "bf16", "tf32"), default="fp32",
                    help="fp32, bf16 (autocast; kernels and scores in fp32) or tf32 (CUDA only): rankstudy.precision")
+    p.add_argument("--reuse-documents", action="store_true",
+                   help="a model that encodes a document without its query (TK, TKL) encodes each document once "
+                        "for every query that ranks it (rankstudy.rerank.score_by_document)")
     p.set_defaults(handler=_rerank)
 
 

@@ -27,6 +27,11 @@ class Ranker(nn.Module):
     - ``TOKENIZER``: the ids the model reads: ``"word"`` (the study's vocabulary, with its word vectors)
       or ``"wordpiece"`` (its encoder's own ids, ``rankstudy.text.wordpiece``); training and scoring
       check the token stores against it (``experiment.check_token_stores``).
+    - ``DOCUMENT_ENCODING``: the model contextualises a document without its query (TK, TKL):
+      ``encode_documents(document ids [B, Ld])`` -> a tuple of tensors, the documents first, and
+      ``score_encoded(query ids [P, Lq], encoding, rows [P])`` -> scores [P] of each query against document
+      ``rows[p]`` of the encoding, ``forward``'s scores up to float rounding; re-ranking can then encode each
+      document once for all the queries that rank it (``rankstudy.rerank``).
     - ``REGIONS``: the model selects regions of a document and says which (``score_with_regions(query,
       document) -> (scores, region positions)``; TKL), read by the ``regions`` step.
     """
@@ -37,6 +42,7 @@ class Ranker(nn.Module):
     LENGTH_GROUPS: ClassVar[bool] = True
     THREAD_GROUPS: ClassVar[bool] = False
     TOKENIZER: ClassVar[str] = "word"
+    DOCUMENT_ENCODING: ClassVar[bool] = False
     REGIONS: ClassVar[bool] = False
 
 

@@ -35,6 +35,9 @@ Deliberate choices, following the original code (matchmaker ``TK_v1``) where the
   activations stay in cache, shared out between the threads (``nn.slices``: each thread scores whole
   slices on one torch thread); scores equal those of the original computation (tested;
   bench/tk_speed.py measures 1.46× the original forward side by side).
+* (1) reads no query: re-ranking may contextualise each document once and score it against every query
+  that ranks it (``encode_documents``, ``score_encoded``; ``rankstudy.rerank``), the same scores up to float
+  rounding (tested; bench/document_reuse.py measures the gain).
 
 Optional windowed kernel pooling (the notebook's d3 run on documents up to 800 tokens): for each
 window size w the document is cut into consecutive windows of w tokens, (4) is computed per
@@ -143,6 +146,7 @@ class Contextualizing(Ranker):
     and mixer come from ``build_contextualizer``; ``contextualize`` mixes the representations of ids."""
 
     THREAD_GROUPS = True  # training's length groups may run on separate threads (models/base.py)
+    DOCUMENT_ENCODING = True  # encode_documents, score_encoded (models/base.py)
     PARAM_GROUPS = {"embedding.": "embeddings", "contextualizer.": "contextualizer"}
 
     def contextualize(self, ids: torch.Tensor, first_position: int = 0,
@@ -198,11 +202,19 @@ class TK(Contextualizing):
                 torch.full([len(config.window_sizes), config.top_windows], 1.0 / config.top_windows))
 
     # (1) -------------------------------------------------------------------------------
+    def encode_documents(self, document: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        """(1) for documents alone, from ``document_position_offset``: (d̂ [B, Ld, D], token mask, match mask),
+        which no query changes (``Ranker.DOCUMENT_ENCODING``)."""
+        return self.contextualize(document, self.config.document_position_offset)
+
     def _contextualize_pair(self, query: torch.Tensor, document: torch.Tensor):
-        """(q̂, q match mask, d̂, d token mask, d match mask): documents from ``document_position_offset``;
-        with ``oov_matches`` every real token matches."""
+        return self._pair(query, self.encode_documents(document))
+
+    def _pair(self, query: torch.Tensor, encoded: tuple[torch.Tensor, ...]):
+        """(q̂, q match mask, d̂, d token mask, d match mask) of query ids and encoded documents; with
+        ``oov_matches`` every real token matches."""
         q, q_tokens, q_match = self.contextualize_queries(query)
-        d, d_tokens, d_match = self.contextualize(document, self.config.document_position_offset)
+        d, d_tokens, d_match = encoded
         if self.config.oov_matches:  # the published code: padding is the only token that matches nothing
             q_match, d_match = q_tokens, d_tokens
         return q, q_match, d, d_tokens, d_match
@@ -234,9 +246,21 @@ class TK(Contextualizing):
         return self._score(query, document)
 
     def _score(self, query: torch.Tensor, document: torch.Tensor) -> torch.Tensor:
-        if self.config.window_sizes:
-            return self._windowed_score(query, document)
-        return self.score_parts(query, document)["s"]
+        return self._pair_score(self._contextualize_pair(query, document))
+
+    def _pair_score(self, pair: tuple[torch.Tensor, ...]) -> torch.Tensor:
+        return self._windowed(*pair) if self.config.window_sizes else self._score_parts(*pair)["s"]
+
+    def score_encoded(self, query: torch.Tensor, encoded: tuple[torch.Tensor, ...], rows: torch.Tensor) -> torch.Tensor:
+        """Scores [P] of queries [P, Lq] against documents ``rows`` [P] of ``encode_documents``' output, sliced on
+        CPU as ``forward`` is (``Ranker.DOCUMENT_ENCODING``)."""
+        def score(query_slice: torch.Tensor, rows_slice: torch.Tensor) -> torch.Tensor:
+            return self._pair_score(self._pair(query_slice, tuple(part[rows_slice] for part in encoded)))
+
+        size = self.config.cpu_slice_documents
+        if not self.training and rows.device.type == "cpu" and 0 < size < rows.shape[0]:
+            return torch.cat(map_slices(score, query, rows, size))
+        return score(query, rows)
 
     def score_parts(self, query: torch.Tensor, document: torch.Tensor) -> dict[str, torch.Tensor]:
         """Every quantity of equations (4)-(6) per pair (for the interpretability view)."""
@@ -253,9 +277,6 @@ class TK(Contextualizing):
         else:
             parts["s"] = s_log
         return parts
-
-    def _windowed_score(self, query: torch.Tensor, document: torch.Tensor) -> torch.Tensor:
-        return self._windowed(*self._contextualize_pair(query, document))
 
     @in_fp32
     def _windowed(self, q: torch.Tensor, q_match: torch.Tensor, d: torch.Tensor, _: torch.Tensor,

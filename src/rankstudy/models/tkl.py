@@ -81,6 +81,10 @@ with more, a document's score is a one-thread run's over the same slices, which 
 one-thread slicing's in the last bit (the Linear(15→1) of (7) rounds by the slice's number of rows).
 Without autograd the last transformer layer computes the 40 central positions of a chunk only (the 10 context
 positions are keys and values, never outputs: ``_contextualize_chunks``).
+(2) reads no query, so re-ranking may contextualise each document once and score it against every query that
+ranks it (``encode_documents``, ``score_encoded``; ``rankstudy.rerank``, ``neural.rerank.reuse_documents``): the
+same scores up to float rounding (tested), at a fraction of the cost when documents recur across queries'
+lists (bench/document_reuse.py).
 Kernel activations are laid out [B, Lq, K, Ld], so the window sums reduce a strided view of the
 last dimension: no [B, Lq, windows, 30, K] tensor exists; in training their gradient is itself a window
 sum (``strided_window_sums``) rather than autograd's scatter of every window (bench/train_step.py).
@@ -440,6 +444,37 @@ class TKL(Contextualizing):
 
     def forward(self, query: torch.Tensor, document: torch.Tensor) -> torch.Tensor:
         return self._sliced(query, document)["score"]
+
+    # re-ranking with each document contextualised once (Ranker.DOCUMENT_ENCODING) ----------------------------
+    def encode_documents(self, document: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """(2) for documents alone: (their re-joined contextualised tokens [B, Ld, D], 0 at padding and in skipped
+        chunks; the ids [B, Ld]), cut after the batch's last real token. No query changes them."""
+        document = self._trim(document)
+        packed, keep = self._packed_chunks(document)
+        batch, n_chunks, size = keep.shape[0], keep.shape[1], self.config.chunk_size
+        if not packed.shape[0]:  # no real token in the batch
+            return self.mixer.new_zeros(batch, document.shape[1], self.embedding.embedding_dim), document
+        central = torch.cat([self._contextualize_chunks(chunks) for _, chunks in self._chunk_groups(packed)])
+        joined = central.new_zeros(batch * n_chunks, size, central.shape[-1]).index_put((keep.view(-1),), central)
+        return joined.view(batch, n_chunks * size, -1)[:, :document.shape[1]], document
+
+    def score_encoded(self, query: torch.Tensor, encoded: tuple[torch.Tensor, torch.Tensor],
+                      rows: torch.Tensor) -> torch.Tensor:
+        """Scores [P] of queries [P, Lq] against documents ``rows`` [P] of ``encode_documents``' output: (3)-(7)
+        as ``forward``, sliced on CPU as it is (at most ``cpu_slice_tokens`` positions a slice)."""
+        tokens, document = encoded
+
+        def score(query_slice: torch.Tensor, rows_slice: torch.Tensor) -> torch.Tensor:
+            ids = self._trim(document[rows_slice])
+            q, _, q_match = self.contextualize_queries(query_slice)
+            cosine = cosine_matrix(q, tokens[rows_slice, :ids.shape[1]])
+            scores, valid = self._window_scores(query_slice, q_match, ids, cosine)
+            return self._region_score(scores, valid, *self.select_regions(scores, valid))
+
+        size = thread_slice_size(rows.shape[0], max(1, self.config.cpu_slice_tokens // max(document.shape[1], 1)))
+        if self._slicing(document) and self.config.cpu_slice_tokens and size < rows.shape[0]:
+            return torch.cat(map_slices(score, query, rows, size))
+        return score(query, rows)
 
     def score_with_regions(self, query: torch.Tensor, document: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """(scores [B], regions [B, top_regions, 2]): each chosen region's token span

@@ -58,6 +58,13 @@ class StudyPlan:
         return self.config["neural"]["rerank"]
 
     @property
+    def rerank_options(self) -> str:
+        """The rerank command's scoring options from neural.rerank: the batch size, and whether documents are encoded
+        once for all their queries."""
+        reuse = " --reuse-documents" if self.rerank.get("reuse_documents") else ""
+        return f"--batch-size {self.rerank['batch_size']}{reuse}"
+
+    @property
     def rerank_from(self) -> str:
         """The first-stage system whose candidates the neural runs re-rank (training examples come from bm25)."""
         return self.rerank["first_stage"]

@@ -391,3 +391,10 @@ def test_a_run_evaluated_on_dev_and_test_re_ranks_both_in_one_job():
     assert inputs["queries"] == ["text/w2v/synthetic-passage/queries.dev", "text/w2v/synthetic-passage/queries.test"]
     assert inputs["candidates"] == ["runs/synthetic-passage/bm25.dev.run", "runs/synthetic-passage/bm25.test.run"]
     assert inputs["model"] == plan.rerank_inputs("synthetic-passage", "p1", 42, "dev")["model"]
+
+
+def test_the_rerank_command_reuses_documents_only_where_the_config_says_so():
+    assert StudyPlan.from_config(config_file(REPO / "config" / "config.yaml")).rerank_options == "--batch-size 64"
+    plan = StudyPlan.from_config(config_file(REPO / "config" / "config.yaml",
+                                             "neural: {rerank: {reuse_documents: true, batch_size: 16}}"))
+    assert plan.rerank_options == "--batch-size 16 --reuse-documents"
