@@ -78,8 +78,8 @@ class FakeStore:
     def __init__(self, texts: dict[str, list[int]]):
         self.texts = texts
 
-    def lengths(self, ids, max_length: int) -> np.ndarray:
-        return np.array([min(len(self.texts[i]), max_length) for i in ids], dtype=np.int64)
+    def lengths(self, ids, max_length: int | None = None) -> np.ndarray:
+        return np.array([min(len(self.texts[i]), max_length or len(self.texts[i])) for i in ids], dtype=np.int64)
 
     def batch(self, ids, max_length: int) -> np.ndarray:
         rows = [self.texts[i][:max_length] for i in ids]

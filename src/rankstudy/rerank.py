@@ -52,6 +52,8 @@ def score_candidates(model: torch.nn.Module, run: Mapping[str, Sequence[tuple[st
     if depth < 1 or batch_size < 1:
         raise StudyError(f"depth and batch_size must be at least 1, got {depth} and {batch_size}")
     pairs = [(qid, docid) for qid, ranking in run.items() for docid, _ in ranked(ranking)[:depth]]
+    log_truncation("queries", query_store, list(dict.fromkeys(qid for qid, _ in pairs)), max_query_length)
+    log_truncation("documents", doc_store, list(dict.fromkeys(docid for _, docid in pairs)), max_doc_length)
     model.to(device)
     model.eval()
     with torch.inference_mode(), tf32(precision, device), autocast(precision, device), \
@@ -66,6 +68,18 @@ def score_candidates(model: torch.nn.Module, run: Mapping[str, Sequence[tuple[st
     for (qid, docid), score in zip(pairs, scores.tolist()):
         result[qid].append((docid, score))
     return {qid: ranked(ranking) for qid, ranking in result.items()}
+
+
+def log_truncation(what: str, store, ids: Sequence[str], max_length: int) -> int:
+    """Log how many of ``ids`` are longer than the model reads: each is scored on its first ``max_length`` tokens
+    (``TokenStore.batch``); returns that count."""
+    lengths = store.lengths(ids)
+    longer = int((lengths > max_length).sum())
+    if longer:
+        log.info("%d of %d %s are longer than the %d tokens the model reads: each is cut to its first %d "
+                 "(their median length %d tokens)", longer, len(ids), what, max_length, max_length,
+                 int(np.median(lengths[lengths > max_length])))
+    return longer
 
 
 def score_pairs(model: torch.nn.Module, pairs: Sequence[tuple[str, str]], query_store, doc_store, batch_size: int,

@@ -319,3 +319,14 @@ def test_a_model_that_reads_the_document_with_its_query_is_scored_pair_by_pair()
     assert not getattr(model, "DOCUMENT_ENCODING", False)
     assert (score_candidates(model, run, queries, docs, 5, 2, 5, 10, "cpu", progress=False, reuse_documents=True)
             == score_candidates(model, run, queries, docs, 5, 2, 5, 10, "cpu", progress=False))
+
+
+def test_the_log_counts_the_texts_longer_than_the_model_reads(caplog):
+    queries = FakeStore({"q1": [1, 2, 3, 4, 5, 6], "q2": [3]})
+    docs = FakeStore({"d1": [2] * 30, "d2": [2] * 8, "d3": [2] * 50})
+    run = {"q1": [("d1", 2.0), ("d2", 1.0)], "q2": [("d1", 2.0), ("d3", 1.0)]}
+    with caplog.at_level("INFO", logger="rankstudy.rerank"):
+        score_candidates(SumRanker(), run, queries, docs, 2, 4, 5, 10, "cpu", progress=False)
+    assert "1 of 2 queries are longer than the 5 tokens the model reads: each is cut to its first 5" in caplog.text
+    assert "2 of 3 documents are longer than the 10 tokens the model reads" in caplog.text
+    assert "(their median length 40 tokens)" in caplog.text

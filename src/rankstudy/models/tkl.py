@@ -110,7 +110,7 @@ from torch import nn
 from torch.nn import functional as F
 
 from rankstudy.models.tk import ContextualizerConfig, Contextualizing, build_contextualizer
-from rankstudy.nn.kernels import cosine_matrix, token_masks
+from rankstudy.nn.kernels import cosine_matrix, cosine_rows, token_masks, unit_vectors
 from rankstudy.nn.slices import map_slices, thread_slice_size
 from rankstudy.precision import in_fp32
 
@@ -447,8 +447,8 @@ class TKL(Contextualizing):
 
     # re-ranking with each document contextualised once (Ranker.DOCUMENT_ENCODING) ----------------------------
     def encode_documents(self, document: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """(2) for documents alone: (their re-joined contextualised tokens [B, Ld, D], 0 at padding and in skipped
-        chunks; the ids [B, Ld]), cut after the batch's last real token. No query changes them."""
+        """(2) for documents alone: (their re-joined contextualised tokens as unit vectors [B, Ld, D], 0 at padding
+        and in skipped chunks; the ids [B, Ld]), cut after the batch's last real token. No query changes them."""
         document = self._trim(document)
         packed, keep = self._packed_chunks(document)
         batch, n_chunks, size = keep.shape[0], keep.shape[1], self.config.chunk_size
@@ -456,18 +456,18 @@ class TKL(Contextualizing):
             return self.mixer.new_zeros(batch, document.shape[1], self.embedding.embedding_dim), document
         central = torch.cat([self._contextualize_chunks(chunks) for _, chunks in self._chunk_groups(packed)])
         joined = central.new_zeros(batch * n_chunks, size, central.shape[-1]).index_put((keep.view(-1),), central)
-        return joined.view(batch, n_chunks * size, -1)[:, :document.shape[1]], document
+        return unit_vectors(joined.view(batch, n_chunks * size, -1)[:, :document.shape[1]].float()), document
 
     def score_encoded(self, query: torch.Tensor, encoded: tuple[torch.Tensor, torch.Tensor],
                       rows: torch.Tensor) -> torch.Tensor:
         """Scores [P] of queries [P, Lq] against documents ``rows`` [P] of ``encode_documents``' output: (3)-(7)
         as ``forward``, sliced on CPU as it is (at most ``cpu_slice_tokens`` positions a slice)."""
-        tokens, document = encoded
+        units, document = encoded
 
         def score(query_slice: torch.Tensor, rows_slice: torch.Tensor) -> torch.Tensor:
             ids = self._trim(document[rows_slice])
             q, _, q_match = self.contextualize_queries(query_slice)
-            cosine = cosine_matrix(q, tokens[rows_slice, :ids.shape[1]])
+            cosine = cosine_rows(q, units[:, :ids.shape[1]], rows_slice)
             scores, valid = self._window_scores(query_slice, q_match, ids, cosine)
             return self._region_score(scores, valid, *self.select_regions(scores, valid))
 

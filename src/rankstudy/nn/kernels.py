@@ -45,6 +45,22 @@ def cosine_matrix(query: torch.Tensor, document: torch.Tensor) -> torch.Tensor:
     return torch.bmm(unit_vectors(query), unit_vectors(document).transpose(1, 2))
 
 
+@in_fp32
+def cosine_rows(query: torch.Tensor, document_units: torch.Tensor, rows: torch.Tensor) -> torch.Tensor:
+    """``cosine_matrix(query, documents[rows])`` for query vectors [P, Lq, D] and the unit vectors of documents
+    [B, Ld, D] (``unit_vectors``), without copying a document per query: one product per run of equal
+    ``rows`` [P] (re-ranking scores the queries of one document together) -> [P, Lq, Ld]."""
+    query = unit_vectors(query)
+    pairs, terms, dim = query.shape
+    cosine = query.new_empty(pairs, terms, document_units.shape[1])
+    start = 0
+    for row, count in zip(*(part.tolist() for part in torch.unique_consecutive(rows, return_counts=True))):
+        block = query[start:start + count].reshape(count * terms, dim)
+        cosine[start:start + count] = (block @ document_units[row].T).view(count, terms, -1)
+        start += count
+    return cosine
+
+
 class KernelPooling(nn.Module):
     def __init__(self, mus: Sequence[float], sigmas: Sequence[float]):
         super().__init__()
