@@ -6,6 +6,11 @@ of its reported cells, config/paper/reported/*.yaml, or none). A pinned scoreboa
 that pins the ``claims`` table (``rankstudy.expected``): the default study's own, config/expected/default.yaml,
 which every default run checks, or one pinned from a run on real data (docs/scoreboards/*.yaml; such a config
 keeps ``expected: ""``, since it must run on another folder of the same layout unchanged).
+Beside each pair, how large the study's effect is against the paper's: the effect ratio ER and ΔRI
+(``rankstudy.report.effects``), from the pinned means the row shows; "—" where the paper gives no pair, and where
+the study's data is not the papers' kind (a study's ``magnitudes``: why its magnitudes do not compare, e.g. the
+synthetic data). The outcome leads with the verdict the claim is decided by: for a claim judged over several
+seeds, the test pooled over the seeds, then in how many seeds it holds alone.
 ``python -m rankstudy readme-table`` rewrites the README between its markers; ``--check`` fails if it differs.
 """
 
@@ -19,6 +24,7 @@ import yaml
 from rankstudy.atomic import atomic_open
 from rankstudy.errors import StudyError
 from rankstudy.expected import read_expected
+from rankstudy.report.effects import effect
 
 BEGIN = "<!-- headline-claims: begin (python -m rankstudy readme-table writes this table; do not edit) -->"
 END = "<!-- headline-claims: end -->"
@@ -31,11 +37,12 @@ def _read_yaml(path: Path, what: str) -> Any:
         raise StudyError(f"{path}: cannot read {what}: {error}") from None
 
 
-def reported_numbers(spec: Mapping[str, Any] | None, root: Path) -> str:
-    """The paper's A and B cells of a reported-cells file, e.g. '0.634 vs 0.594 (TREC DL 2019 documents)'
-    (``spec``: file, table, column, a, b, where; or none: why the paper has no such cells)."""
+def reported_numbers(spec: Mapping[str, Any] | None, root: Path) -> tuple[tuple[float, float] | None, str]:
+    """The paper's A and B cells of a reported-cells file and their text, e.g. '0.634 vs 0.594 (TREC DL 2019
+    documents)' (``spec``: file, table, column, a, b, where; or none: why the paper has no such cells); no pair
+    where the paper gives none."""
     if "none" in spec:
-        return f"— ({spec['none']})"
+        return None, f"— ({spec['none']})"
     path = root / spec["file"]
     table = (_read_yaml(path, "reported cells") or {}).get("tables", {}).get(spec["table"])
     if not table or spec["column"] not in table["columns"]:
@@ -48,8 +55,8 @@ def reported_numbers(spec: Mapping[str, Any] | None, root: Path) -> str:
             raise StudyError(f"{path}: {spec['table']} has no row {spec[side]!r}")
         values.append(row[column])
     if None in values:
-        return f"— (not legible in the paper's text: {spec['file']})"
-    return f"{values[0]:g} vs {values[1]:g} ({spec['where']})"
+        return None, f"— (not legible in the paper's text: {spec['file']})"
+    return (values[0], values[1]), f"{values[0]:g} vs {values[1]:g} ({spec['where']})"
 
 
 def pinned_claims(path: Path) -> dict[str, dict[str, Any]] | None:
@@ -68,13 +75,32 @@ def _number(value: float) -> str:
 
 
 def study_numbers(cells: Mapping[str, Any]) -> tuple[str, str]:
-    """(the study's A vs B and p, the outcome with its seeds) of one pinned claim."""
-    p = cells.get("p")
-    numbers = f"{_number(cells['mean A'])} vs {_number(cells['mean B'])}" + (f" (p {p:.2g})" if p is not None else "")
+    """(the study's A vs B with p, and pooled p where the claim is judged over seeds; the outcome) of one pinned
+    claim. A claim judged over several seeds is decided by the pooled test: the outcome leads with it, then says
+    in how many seeds the claim holds alone."""
+    tests = [f"p {cells['p']:.2g}"] if cells.get("p") is not None else []
     outcome = f"**{cells['outcome']}**"
     if cells.get("seeds"):
-        outcome += f" ({cells['seeds']} seeds; pooled: {cells['pooled outcome']})"
+        if cells.get("pooled p") is not None:
+            tests.append(f"pooled p {cells['pooled p']:.2g}")
+        holding, seeds = cells["seeds"].split(" of ")
+        outcome = f"**{cells['pooled outcome']}** (pooled over {seeds} seeds; {holding} of {seeds} seeds alone)"
+    numbers = f"{_number(cells['mean A'])} vs {_number(cells['mean B'])}" + (f" ({'; '.join(tests)})" if tests else "")
     return numbers, outcome
+
+
+def effect_columns(paper: tuple[float, float] | None, cells: Mapping[str, Any] | None,
+                   magnitudes: str | None) -> tuple[str, str]:
+    """(ER, ΔRI) cells: the study's pinned means against the paper's pair; "—" without a pair or where the study's
+    magnitudes do not compare (``magnitudes``: why)."""
+    if magnitudes:
+        return f"— ({magnitudes})", "—"
+    if paper is None or cells is None:
+        return "—", "—"
+    result = effect(*paper, cells["mean A"], cells["mean B"])
+    ratio = "—" if result.effect_ratio is None else f"{result.effect_ratio:.2f}"
+    delta = "—" if result.delta_ri is None else f"{result.delta_ri:+.3f}"
+    return ratio, delta
 
 
 def headline_table(spec_path: Path, root: Path) -> str:
@@ -90,11 +116,11 @@ def headline_table(spec_path: Path, root: Path) -> str:
 def _table(spec: Mapping[str, Any], spec_path: Path, root: Path) -> str:
     studies = spec["studies"]
     pinned = {name: pinned_claims(root / study["scoreboard"]) for name, study in studies.items()}
-    lines = ["| paper | claim | the paper's number | data (config) | the study's number | outcome |",
-             "|---|---|---|---|---|---|"]
+    lines = ["| paper | claim | the paper's number | data (config) | the study's number | ER | ΔRI | outcome |",
+             "|---|---|---|---|---|---|---|---|"]
     for row in spec["rows"]:
         for result in row["results"]:
-            paper_number = reported_numbers(result.get("reported", row["reported"]), root)
+            paper, paper_number = reported_numbers(result.get("reported", row["reported"]), root)
             study = studies[result["study"]]
             data = f"{result.get('data', study['data'])} (`{study['config']}`)"
             claims = pinned[result["study"]]
@@ -105,7 +131,9 @@ def _table(spec: Mapping[str, Any], spec_path: Path, root: Path) -> str:
                 raise StudyError(f"{root / study['scoreboard']}: no claim {key!r} (named by {spec_path})")
             else:
                 numbers, outcome = study_numbers(claims[key])
-            lines.append(f"| {row['paper']} | {row['claim']} | {paper_number} | {data} | {numbers} | {outcome} |")
+            ratio, delta = effect_columns(paper, claims and claims.get(key), study.get("magnitudes"))
+            lines.append(f"| {row['paper']} | {row['claim']} | {paper_number} | {data} | {numbers} | {ratio} | {delta} "
+                         f"| {outcome} |")
     return "\n".join(lines) + "\n"
 
 
