@@ -240,10 +240,14 @@ class TK(Contextualizing):
 
     # (6) -------------------------------------------------------------------------------
     def forward(self, query: torch.Tensor, document: torch.Tensor) -> torch.Tensor:
+        return self._in_slices(self._score, query, document)
+
+    def _in_slices(self, score, query: torch.Tensor, other: torch.Tensor) -> torch.Tensor:
+        """``score(query, other)``; at CPU inference in slices of ``cpu_slice_documents`` rows (``nn.slices``)."""
         size = self.config.cpu_slice_documents
-        if not self.training and document.device.type == "cpu" and 0 < size < document.shape[0]:
-            return torch.cat(map_slices(self._score, query, document, size))
-        return self._score(query, document)
+        if not self.training and other.device.type == "cpu" and 0 < size < other.shape[0]:
+            return torch.cat(map_slices(score, query, other, size))
+        return score(query, other)
 
     def _score(self, query: torch.Tensor, document: torch.Tensor) -> torch.Tensor:
         return self._pair_score(self._contextualize_pair(query, document))
@@ -257,10 +261,7 @@ class TK(Contextualizing):
         def score(query_slice: torch.Tensor, rows_slice: torch.Tensor) -> torch.Tensor:
             return self._pair_score(self._pair(query_slice, tuple(part[rows_slice] for part in encoded)))
 
-        size = self.config.cpu_slice_documents
-        if not self.training and rows.device.type == "cpu" and 0 < size < rows.shape[0]:
-            return torch.cat(map_slices(score, query, rows, size))
-        return score(query, rows)
+        return self._in_slices(score, query, rows)
 
     def score_parts(self, query: torch.Tensor, document: torch.Tensor) -> dict[str, torch.Tensor]:
         """Every quantity of equations (4)-(6) per pair (for the interpretability view)."""

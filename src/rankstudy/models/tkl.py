@@ -433,11 +433,17 @@ class TKL(Contextualizing):
         start, end = spans[..., :1], spans[..., 1:]  # [B, R, 1]
         return ((start >= 0) & (start < first + size) & (end > first)).any(1)
 
+    def _slice_size(self, count: int, document: torch.Tensor) -> int:
+        """Rows a slice of ``count`` (query, document) rows over documents ``document`` [B, Ld] holds at CPU
+        inference: at most cpu_slice_tokens positions, and at least one slice per torch thread (thread_slice_size);
+        0 where the rows are scored at once."""
+        size = thread_slice_size(count, max(1, self.config.cpu_slice_tokens // max(document.shape[1], 1)))
+        return size if self._slicing(document) and self.config.cpu_slice_tokens and size < count else 0
+
     def _sliced(self, query: torch.Tensor, document: torch.Tensor) -> dict[str, torch.Tensor]:
         document = self._trim(document)
-        # at most cpu_slice_tokens positions a slice, and at least one slice per torch thread (thread_slice_size)
-        size = thread_slice_size(document.shape[0], max(1, self.config.cpu_slice_tokens // max(document.shape[1], 1)))
-        if self._slicing(document) and self.config.cpu_slice_tokens and size < document.shape[0]:
+        size = self._slice_size(document.shape[0], document)
+        if size:
             parts = map_slices(self._score, query, document, size)
             return {key: torch.cat([part[key] for part in parts]) for key in parts[0]}
         return self._score(query, document)
@@ -471,10 +477,8 @@ class TKL(Contextualizing):
             scores, valid = self._window_scores(query_slice, q_match, ids, cosine)
             return self._region_score(scores, valid, *self.select_regions(scores, valid))
 
-        size = thread_slice_size(rows.shape[0], max(1, self.config.cpu_slice_tokens // max(document.shape[1], 1)))
-        if self._slicing(document) and self.config.cpu_slice_tokens and size < rows.shape[0]:
-            return torch.cat(map_slices(score, query, rows, size))
-        return score(query, rows)
+        size = self._slice_size(rows.shape[0], document)
+        return torch.cat(map_slices(score, query, rows, size)) if size else score(query, rows)
 
     def score_with_regions(self, query: torch.Tensor, document: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """(scores [B], regions [B, top_regions, 2]): each chosen region's token span

@@ -18,18 +18,18 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class Effect:
-    """ER and ΔRI of a reproduced pair against the original one; None where undefined (``why`` says why)."""
+    """ER and ΔRI of a reproduced pair against the original one; None where undefined: ER without an effect in the
+    original pair, ΔRI with a baseline of 0 (no relative improvement)."""
 
     effect_ratio: float | None
     delta_ri: float | None
-    why: str = ""
 
 
 def effect(original_a: float, original_b: float, reproduced_a: float, reproduced_b: float) -> Effect:
     """ER and ΔRI of the reproduced means of A and B against the original ones."""
     original, reproduced = original_a - original_b, reproduced_a - reproduced_b
     if original == 0:
-        return Effect(None, None, "the paper's pair shows no effect")
+        return Effect(None, None)
     if original_b == 0 or reproduced_b == 0:
-        return Effect(reproduced / original, None, "a baseline of 0 has no relative improvement")
+        return Effect(reproduced / original, None)
     return Effect(reproduced / original, original / original_b - reproduced / reproduced_b)
