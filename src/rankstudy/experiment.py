@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
@@ -201,14 +201,18 @@ def _scoring_model(model_dir: Path, embeddings: Path, device: str, threads: int,
 
 def rerank_run(model_dir: Path, embeddings: Path, documents: Path, splits: Sequence[tuple[Path, Path, Path]],
                tag: str, depth: int, batch_size: int, device: str = "auto", threads: int = 1,
-               precision: str = "fp32", reuse_documents: bool = False) -> None:
+               precision: str = "fp32", reuse_documents: bool = False, max_query_length: int | None = None) -> None:
     """For each split's (queries, candidates, out): score the top ``depth`` candidates of every query with a trained
-    model, at the lengths it was trained at and at ``precision`` (``rankstudy.precision``); write a TREC run (the
-    neural order on top, the rest of the candidates after it). The model and the collection load once for all;
-    ``reuse_documents``: each document encoded once for all its queries, where the model can
-    (``rerank.score_candidates``)."""
+    model, at the lengths it was trained at (``max_query_length``: queries cut there instead) and at ``precision``
+    (``rankstudy.precision``); write a TREC run (the neural order on top, the rest of the candidates after it). The
+    model and the collection load once for all; ``reuse_documents``: each document encoded once for all its queries,
+    where the model can (``rerank.score_candidates``)."""
     model, spec, resolved = _scoring_model(model_dir, embeddings, device, threads,
                                            *(queries for queries, _, _ in splits), documents)
+    if max_query_length is not None:
+        if max_query_length < 1:
+            raise StudyError(f"rerank: the query length must be a positive number of tokens, not {max_query_length}")
+        spec = replace(spec, max_query_length=max_query_length)
     document_store = TokenStore(documents)
     for queries, candidates, out in splits:
         first_stage = formats.read_run(candidates)

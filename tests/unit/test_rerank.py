@@ -11,10 +11,10 @@ import pytest
 import torch
 from torch import nn
 
-from helpers import FakeStore, train_here, write_training_inputs
+from helpers import TOPICS, FakeStore, train_here, write_training_inputs
 from rankstudy import cli
 from rankstudy.errors import StudyError
-from rankstudy.formats import read_qrels, read_run, write_qrels, write_run
+from rankstudy.formats import read_qrels, read_run, write_qrels, write_queries, write_run
 from rankstudy.rerank import score_candidates
 from rankstudy.runs import best_validated, ensemble, merge_disjoint, rerank_to_depth, tune_depth
 from rankstudy.train.examples import read_groups, read_triples
@@ -245,6 +245,28 @@ def test_rerank_scores_several_splits_with_the_model_loaded_once(tmp_path, capsy
                      str(data / "test.run"), "--out", str(tmp_path / "x.run"), str(tmp_path / "y.run")]) == 2
     assert "one file per split each; got 1, 2 and 2" in capsys.readouterr().err
     assert not (tmp_path / "x.run").exists()
+
+
+def test_rerank_reads_queries_to_the_length_asked_for(tmp_path, capsys):
+    """--max-query-length: a model applied to long queries reads that many of their tokens instead of its
+    training's max_query_length."""
+    from rankstudy.text.vocab import Vocabulary
+    from rankstudy.text.word_store import build_store
+
+    data = write_training_inputs(tmp_path)
+    train_here(data, data / "model")
+    # two-word queries: the second word is the one that tells the documents apart
+    write_queries(data / "long.tsv", {f"q{i}": f"note {topic}" for i, topic in enumerate(TOPICS)})
+    build_store(data / "long.tsv", Vocabulary.load(data / "vocab"), data / "long", kind="queries")
+    model = ["rerank", "--model-dir", str(data / "model"), "--embeddings", str(data / "embeddings.npy"),
+             "--documents", str(data / "docs"), "--queries", str(data / "long"), "--candidates",
+             str(data / "dev.run"), "--tag", "knrm", "--depth", "4", "--device", "cpu"]
+    assert cli.main([*model, "--out", str(tmp_path / "one.run"), "--max-query-length", "1"]) == 0
+    assert cli.main([*model, "--out", str(tmp_path / "all.run")]) == 0
+    assert read_run(tmp_path / "one.run") != read_run(tmp_path / "all.run")
+    assert cli.main([*model, "--out", str(tmp_path / "none.run"), "--max-query-length", "0"]) == 2
+    assert "the query length must be a positive number of tokens, not 0" in capsys.readouterr().err
+    assert not (tmp_path / "none.run").exists()
 
 
 def test_tk_view_shows_the_best_validated_seed(tmp_path, monkeypatch):

@@ -184,7 +184,7 @@ rule rerank:
     params:
         tag=lambda wc: f"{wc.model}.{wc.run}.s{wc.seed}",
         depth=lambda wc: PLAN.rerank_depth(wc.run),
-        scoring=PLAN.rerank_options,
+        scoring=lambda wc: PLAN.rerank_options(wc.run),
         device=PLAN.device,
         precision=PLAN.precision,
         model_dir=lambda wildcards, input: os.path.dirname(input.model),

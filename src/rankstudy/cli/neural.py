@@ -355,7 +355,8 @@ def _rerank(args: argparse.Namespace) -> None:
                          f"{len(args.queries)}, {len(args.candidates)} and {len(args.out)}")
     splits = [tuple(map(Path, split)) for split in zip(args.queries, args.candidates, args.out)]
     rerank_run(Path(args.model_dir), Path(args.embeddings), Path(args.documents), splits, args.tag, args.depth,
-               args.batch_size, args.device, args.threads, args.precision, args.reuse_documents)
+               args.batch_size, args.device, args.threads, args.precision, args.reuse_documents,
+               args.max_query_length)
 
 
 @subcommand("rerank", "score first-stage candidates with a trained model (one split, or several with the model "
@@ -372,6 +373,8 @@ def _rerank_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--reuse-documents", action="store_true",
                    help="a model that encodes a document without its query (TK, TKL) encodes each document once "
                         "for every query that ranks it (rankstudy.rerank.score_by_document)")
+    p.add_argument("--max-query-length", type=int, default=None,
+                   help="query tokens read (default: the length the model was trained at)")
     p.set_defaults(handler=_rerank)
 
 

@@ -57,12 +57,12 @@ class StudyPlan:
         """neural.rerank: the first-stage system re-ranked, the depth, the batch size, the tuned depths' grid."""
         return self.config["neural"]["rerank"]
 
-    @property
-    def rerank_options(self) -> str:
-        """The rerank command's scoring options from neural.rerank: the batch size, and whether documents are encoded
-        once for all their queries."""
+    def rerank_options(self, run: str) -> str:
+        """The rerank command's scoring options: neural.rerank's batch size and whether documents are encoded once
+        for all their queries, and the run's ``query_length`` (the query tokens it reads instead of its training's)."""
         reuse = " --reuse-documents" if self.rerank.get("reuse_documents") else ""
-        return f"--batch-size {self.rerank['batch_size']}{reuse}"
+        length = self.runs[run].spec.get("query_length")
+        return f"--batch-size {self.rerank['batch_size']}{reuse}" + (f" --max-query-length {length}" if length else "")
 
     @property
     def rerank_from(self) -> str:

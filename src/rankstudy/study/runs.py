@@ -129,6 +129,8 @@ def plan_runs(config: Mapping[str, Any]) -> dict[str, Run]:
         return base_of(parent, seen + (name,)) if parent else name
 
     sources = {spec.get("encoder_from") for spec in entries.values()}
+    # validation scores as re-ranking does; named only where on, so the default study's settings stay as pinned
+    validation_reuse = {"reuse_documents": True} if neural.get("rerank", {}).get("reuse_documents") else {}
     runs = {}
     for name, spec in entries.items():
         base_name = base_of(name)
@@ -138,7 +140,7 @@ def plan_runs(config: Mapping[str, Any]) -> dict[str, Run]:
         runs[name] = Run(name=name, spec=spec, base=base_name, seeds=tuple(base.get("seeds", [config["seed"]])),
                          model=base["model"], embeddings=base["embeddings"], train=base["train"],
                          training={**neural["training"], **base.get("training", {}), "device": neural["device"],
-                                   "precision": neural["precision"]},
+                                   "precision": neural["precision"], **validation_reuse},
                          encoder_from=base_of(source) if source else None, datasets=tuple(datasets),
                          starts_others=name in sources, priority=base.get("priority", 0))
     for name, spec in entries.items():

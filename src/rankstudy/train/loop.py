@@ -94,6 +94,9 @@ class TrainConfig:
     # frozen and untrained (e.g. a pre-trained bi-encoder zero-shot), scoring the model's own token stores; or
     # {scores: a neural.teachers name}, whose scores the examples carry (scored triples: train.teachers)
     teacher: dict[str, Any] | None = None
+    # validation re-ranks with each document encoded once for all its queries, where the model can
+    # (rerank.score_candidates; neural.rerank.reuse_documents)
+    reuse_documents: bool = False
 
     def __post_init__(self) -> None:
         if self.optimizer not in OPTIMIZERS:
@@ -243,7 +246,8 @@ def make_validator(run: Run, qrels: Qrels, query_store, doc_store, cfg: TrainCon
         device = next(model.parameters()).device
         neural = score_candidates(model, judged, query_store, doc_store, cfg.validation_depth,
                                   batch_size or cfg.batch_size, cfg.max_query_length, cfg.max_doc_length,
-                                  device, progress=False, precision=cfg.precision)
+                                  device, progress=False, precision=cfg.precision,
+                                  reuse_documents=cfg.reuse_documents)
         reranked = rerank_to_depth(judged, neural, cfg.validation_depth)
         return float(aggregate(evaluate_run(reranked, qrels, [cfg.metric], cfg.rel_threshold))["value"].iloc[0])
 

@@ -58,8 +58,8 @@ def assert_defaults_match(properties, defaults, where):
 
 # (schema path, dataclass, fields the workflow fills in from elsewhere, schema keys the workflow itself reads)
 SECTIONS = [
-    # neural.device and neural.precision; the dev split's
-    (("neural", "training"), TrainConfig, {"device", "precision", "rel_threshold"}, set()),
+    # neural.device, neural.precision and neural.rerank.reuse_documents; the dev split's
+    (("neural", "training"), TrainConfig, {"device", "precision", "reuse_documents", "rel_threshold"}, set()),
     (("choppy",), TruncationConfig, set(), {"runs", "grid_runs"}),
     (("$choppy_model",), ChoppyConfig, {"max_length"}, set()),  # choppy.n; choppy.model and model_by_metric.*
     (("choppy", "bicut"), BiCutConfig, set(), set()),
