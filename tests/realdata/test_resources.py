@@ -97,7 +97,9 @@ def test_the_study_first_stage_reproduces_its_figures_through_the_workflow(check
         (work / "only.yaml").write_text(yaml.safe_dump({"first_stage": {"datasets": check["datasets"]}}))
         configs.append("only.yaml")
     bin_dir = Path(sys.executable).parent  # rules call `python -m rankstudy` from PATH
-    result = subprocess.run([str(bin_dir / "snakemake"), "--cores", "2", "--configfile", *configs], cwd=work,
+    # the first-stage table only: a config's neural runs (the long-document re-rankers) are not this test's
+    result = subprocess.run([str(bin_dir / "snakemake"), "--cores", "2", "--configfile", *configs, "--",
+                             "results/tables/first_stage.csv"], cwd=work,
                             env=dict(os.environ, PATH=f"{bin_dir}{os.pathsep}{os.environ['PATH']}"),
                             capture_output=True, text=True, timeout=900)
     assert result.returncode == 0, result.stderr[-3000:]

@@ -32,7 +32,7 @@ def test_system_table_means_letters_and_speed(tmp_path):
     assert table.loc[1, "test nDCG@10"] == pytest.approx(np.mean(list(better.values())))
     assert list(table["test nDCG@10 sig"]) == ["", "a"] and list(table["dev AP@100 sig"]) == ["", "a"]
     assert pd.isna(table.loc[0, "docs/ms (CPU)"]) and table.loc[1, "docs/ms (CPU)"] == 0.05
-    assert (tmp_path / "t1.md").read_text().startswith("caption")
+    assert (tmp_path / "t1.md").read_text().startswith("caption Queries: test 40, dev 40.")  # counted, not told
     with pytest.raises(StudyError, match="no metrics for d/missing/test"):
         system_table(csvs, [{"label": "x", "dataset": "d", "system": "missing"}], ["test"], tmp_path / "t", "")
     # measured on a GPU as well (a cluster job): the column is the GPU's and says so

@@ -10,8 +10,10 @@ from rankstudy.report.columns import REGIONS_AFTER, SPEED_NOTE, TKL_MEASURES
 
 # table wildcard -> (config key of its rows, its name in the caption)
 TABLES = {"table1": ("table1", "Table 1"), "table2": ("saturation", "Table 2 (saturation ablation)")}
-CAPTION = ("TKL paper {what} on {data}: re-ranking the top {depth} BM25 candidates; test: dense judgments, "
-           "dev: sparse. sig: the rows this one is significantly better than (paired Wilcoxon, p < 0.05). {speed}")
+CAPTION = ("TKL paper {what} on {data}: re-ranking the top {depth} BM25 candidates{judgments}. sig: the rows this "
+           "one is significantly better than (paired Wilcoxon, p < 0.05). {speed}")
+# what the synthetic generator makes (docs/synthetic.md); a real dataset's judgments are counted from its files
+SYNTHETIC_JUDGMENTS = "; test: dense judgments, dev: sparse"
 
 
 class TKLOutputs(DatasetPaper):
@@ -77,7 +79,9 @@ class TKLOutputs(DatasetPaper):
 
     def table_spec(self, table: str) -> dict[str, Any]:
         key, what = TABLES[table]
+        synthetic = self.plan.datasets[self.dataset]["source"] == "synthetic"
         caption = CAPTION.format(what=what, data=self.plan.data_description([self.dataset]),
+                                 judgments=SYNTHETIC_JUDGMENTS if synthetic else "",
                                  speed=SPEED_NOTE if self.plan.measures_speed else "",
                                  depth=self.plan.rerank_depths(row["run"] for row in self.section[key]))
         return {"rows": self.rows(key), "splits": ["test", "dev"], "caption": caption + self.section["caption_note"]}

@@ -23,7 +23,7 @@ import pandas as pd
 
 from rankstudy.atomic import atomic_open
 from rankstudy.errors import StudyError
-from rankstudy.evaluate import read_metrics
+from rankstudy.evaluate import ALL, read_metrics
 from rankstudy.formats import Qrels, read_qrels, read_run
 from rankstudy.report.columns import REGIONS_AFTER, TKL_MEASURES as MEASURES
 from rankstudy.report.figures import plt, save_figure
@@ -38,12 +38,21 @@ def system_table(metric_csvs: Sequence[str | os.PathLike], rows: Sequence[Mappin
     """``system_frame`` over every split x measure, written as a table; rows may name a model
     (the key of its docs/ms column, read from ``efficiency_csv``)."""
     columns = [(split, measure) for split in splits for measure in measures]
-    table = system_frame(read_metrics(metric_csvs), rows, columns)
+    metrics = read_metrics(metric_csvs)
+    table = system_frame(metrics, rows, columns)
+    caption = f"{caption} {_query_counts(metrics, rows[0], splits)}"
     if efficiency_csv:
         speed_column, speed = docs_per_ms(efficiency_csv)
         table[speed_column] = [speed.get(row.get("model")) for row in rows]
     write_table(table, out_prefix, caption)
     return table
+
+
+def _query_counts(metrics: pd.DataFrame, row: Mapping[str, Any], splits: Sequence[str]) -> str:
+    """'Queries: test 238, dev 225.': the queries the first row (BM25's candidates) is evaluated on, per split."""
+    own = metrics[(metrics["dataset"] == row["dataset"]) & (metrics["system"] == row["system"]) & (metrics["qid"] != ALL)]
+    counts = [f"{split} {own[own['split'] == split]['qid'].nunique():,}" for split in splits]
+    return f"Queries: {', '.join(counts)}."
 
 
 def _ranks(run_path) -> dict[str, dict[str, int]]:
