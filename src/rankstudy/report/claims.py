@@ -33,14 +33,15 @@ from rankstudy.errors import StudyError
 from rankstudy.evaluate import read_metrics
 from rankstudy.formats import read_qrels
 from rankstudy.report.columns import SPEED_MEASURE
+from rankstudy.report.effects import effect_cells, reported_numbers
 from rankstudy.report.tables import docs_per_ms, metric_rows, per_query_values
 from rankstudy.significance import TESTS
 from rankstudy.truncation.repeats import method_name, query_key
 
 HOLDS, FAILS, NOT_RUN = "holds", "fails", "not run"
 COLUMNS = ["id", "paper", "source", "claim", "measure", "on", "A", "B", "mean A", "mean B", "difference", "test", "p",
-           "alpha", "margin", "queries", "outcome", "direction agrees", "seeds", "pooled p", "pooled outcome", "note",
-           "quote"]
+           "alpha", "margin", "queries", "outcome", "direction agrees", "seeds", "pooled p", "pooled outcome",
+           "paper A vs B", "ER", "ΔRI", "note", "quote"]
 SOURCES = ("paper", "study")
 TOLERANCE = 1e-12  # "bounds": ties within float noise are not violations
 
@@ -154,6 +155,9 @@ def claim_row(claim: Mapping[str, Any]) -> dict[str, Any]:
         pooled = evaluate(claim, *(_pool({seed: pair[i] for seed, pair in per_seed.items()}) for i in (0, 1)))
         row.update({"seeds": f"{holding} of {len(seeds)}", "pooled p": pooled.get("p"),
                     "pooled outcome": pooled["outcome"]})
+    if "reported" in claim:
+        paper, row["paper A vs B"] = reported_numbers(claim["reported"], Path.cwd())
+        row["ER"], row["ΔRI"] = effect_cells(paper, row["mean A"], row["mean B"])
     return row
 
 
@@ -207,7 +211,9 @@ def write_scoreboard(table: pd.DataFrame, out_prefix) -> None:
                   f"the paper makes (its sentence in results/claims.csv, quote), or study, the study's own check; "
                   f"direction agrees: A is above B (within the margin) whatever the test says; seeds: where a side "
                   f"was trained with several seeds, in how many of them the claim holds; pooled p / outcome: one "
-                  f"paired test over (seed, query) pairs (docs/claims.md, \"Seeds\").\n\n{markdown}\n")
+                  f"paired test over (seed, query) pairs (docs/claims.md, \"Seeds\"); paper A vs B: the paper's own cells, where "
+                  f"the claim names them (reported), and ER / ΔRI, the size of this pair's effect against the paper's "
+                  f"(docs/claims.md, \"How large the reproduced effect is\").\n\n{markdown}\n")
 
 
 def _test_words(row: pd.Series) -> str:

@@ -14,6 +14,12 @@ opposite direction; ΔRI 0 is the paper's relative improvement, positive a small
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Mapping
+
+import yaml
+
+from rankstudy.errors import StudyError
 
 
 @dataclass(frozen=True)
@@ -33,3 +39,42 @@ def effect(original_a: float, original_b: float, reproduced_a: float, reproduced
     if original_b == 0 or reproduced_b == 0:
         return Effect(reproduced / original, None)
     return Effect(reproduced / original, original / original_b - reproduced / reproduced_b)
+
+
+def read_yaml(path: Path, what: str) -> Any:
+    try:
+        return yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError) as error:
+        raise StudyError(f"{path}: cannot read {what}: {error}") from None
+
+
+def reported_numbers(spec: Mapping[str, Any] | None, root: Path) -> tuple[tuple[float, float] | None, str]:
+    """The paper's A and B cells of a reported-cells file and their text, e.g. '0.634 vs 0.594 (TREC DL 2019
+    documents)' (``spec``: file, table, column, a, b, where; or none: why the paper has no such cells); no pair
+    where the paper gives none."""
+    if "none" in spec:
+        return None, f"— ({spec['none']})"
+    path = root / spec["file"]
+    table = (read_yaml(path, "reported cells") or {}).get("tables", {}).get(spec["table"])
+    if not table or spec["column"] not in table["columns"]:
+        raise StudyError(f"{path}: no table {spec['table']!r} with column {spec['column']!r}")
+    column = table["columns"].index(spec["column"])
+    values = []
+    for side in ("a", "b"):
+        row = table["rows"].get(spec[side])
+        if row is None:
+            raise StudyError(f"{path}: {spec['table']} has no row {spec[side]!r}")
+        values.append(row[column])
+    if None in values:
+        return None, f"— (not legible in the paper's text: {spec['file']})"
+    return (values[0], values[1]), f"{values[0]:g} vs {values[1]:g} ({spec['where']})"
+
+
+def effect_cells(paper: tuple[float, float] | None, mean_a: float | None, mean_b: float | None) -> tuple[str, str]:
+    """(ER, ΔRI) as table cells, e.g. ("1.93", "-0.359"); "—" where there is no pair or the measure is undefined."""
+    if paper is None or mean_a is None or mean_b is None:
+        return "—", "—"
+    result = effect(*paper, mean_a, mean_b)
+    ratio = "—" if result.effect_ratio is None else f"{result.effect_ratio:.2f}"
+    delta = "—" if result.delta_ri is None else f"{result.delta_ri:+.3f}"
+    return ratio, delta

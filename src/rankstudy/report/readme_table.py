@@ -19,44 +19,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Mapping
 
-import yaml
-
 from rankstudy.atomic import atomic_open
 from rankstudy.errors import StudyError
 from rankstudy.expected import read_expected
-from rankstudy.report.effects import effect
+from rankstudy.report.effects import effect_cells, read_yaml, reported_numbers
 
 BEGIN = "<!-- headline-claims: begin (python -m rankstudy readme-table writes this table; do not edit) -->"
 END = "<!-- headline-claims: end -->"
-
-
-def _read_yaml(path: Path, what: str) -> Any:
-    try:
-        return yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (OSError, yaml.YAMLError) as error:
-        raise StudyError(f"{path}: cannot read {what}: {error}") from None
-
-
-def reported_numbers(spec: Mapping[str, Any] | None, root: Path) -> tuple[tuple[float, float] | None, str]:
-    """The paper's A and B cells of a reported-cells file and their text, e.g. '0.634 vs 0.594 (TREC DL 2019
-    documents)' (``spec``: file, table, column, a, b, where; or none: why the paper has no such cells); no pair
-    where the paper gives none."""
-    if "none" in spec:
-        return None, f"— ({spec['none']})"
-    path = root / spec["file"]
-    table = (_read_yaml(path, "reported cells") or {}).get("tables", {}).get(spec["table"])
-    if not table or spec["column"] not in table["columns"]:
-        raise StudyError(f"{path}: no table {spec['table']!r} with column {spec['column']!r}")
-    column = table["columns"].index(spec["column"])
-    values = []
-    for side in ("a", "b"):
-        row = table["rows"].get(spec[side])
-        if row is None:
-            raise StudyError(f"{path}: {spec['table']} has no row {spec[side]!r}")
-        values.append(row[column])
-    if None in values:
-        return None, f"— (not legible in the paper's text: {spec['file']})"
-    return (values[0], values[1]), f"{values[0]:g} vs {values[1]:g} ({spec['where']})"
 
 
 def pinned_claims(path: Path) -> dict[str, dict[str, Any]] | None:
@@ -95,17 +64,14 @@ def effect_columns(paper: tuple[float, float] | None, cells: Mapping[str, Any] |
     magnitudes do not compare (``magnitudes``: why)."""
     if magnitudes:
         return f"— ({magnitudes})", "—"
-    if paper is None or cells is None:
+    if cells is None:
         return "—", "—"
-    result = effect(*paper, cells["mean A"], cells["mean B"])
-    ratio = "—" if result.effect_ratio is None else f"{result.effect_ratio:.2f}"
-    delta = "—" if result.delta_ri is None else f"{result.delta_ri:+.3f}"
-    return ratio, delta
+    return effect_cells(paper, cells["mean A"], cells["mean B"])
 
 
 def headline_table(spec_path: Path, root: Path) -> str:
     """The table's markdown: one line per row and study result."""
-    spec = _read_yaml(spec_path, "the headline claims spec")
+    spec = read_yaml(spec_path, "the headline claims spec")
     try:
         return _table(spec, spec_path, root)
     except (KeyError, TypeError, AttributeError) as error:

@@ -132,6 +132,11 @@ def resolve_claims(plan) -> list[dict[str, Any]]:
         seen.add(claim["id"])
         if (claim["direction"] == "not_worse") != ("margin" in claim):
             raise _error(claim, "a margin goes with direction not_worse, and only with it")
+        if "reported" in claim and isinstance(claim["b"], list):
+            raise _error(claim, "the paper's reported cells are one pair: a claim with them has one B")
+        if "reported" in claim and plan.datasets.get(claim.get("dataset"), {}).get("source") == "synthetic":
+            raise _error(claim, "on synthetic data an effect's size does not compare with the paper's: no reported "
+                                "cells")
         where, reason = _where(plan, claim)
         a, reason_a = _ref(plan, claim, claim["a"])
         if "value" in a:
@@ -139,7 +144,7 @@ def resolve_claims(plan) -> list[dict[str, Any]]:
         for b_ref in claim["b"] if isinstance(claim["b"], list) else [claim["b"]]:
             b, reason_b = _ref(plan, claim, b_ref)
             row = {key: claim[key] for key in ("id", "paper", "source", "quote", "statement", "measure", "direction",
-                                               "test", "alpha", "margin") if key in claim}
+                                               "test", "alpha", "margin", "reported") if key in claim}
             row.update(on=where, a=a, b=b, not_run="; ".join(r for r in (reason, reason_a, reason_b) if r) or None)
             if "subset" in claim:
                 dataset, split = claim["dataset"], claim["split"]

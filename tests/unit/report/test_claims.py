@@ -105,6 +105,23 @@ def test_claim_rows_read_metric_csvs_and_report_not_run(metrics):
     assert table.loc[0, "mean A"] == pytest.approx(sum(BETTER.values()) / 20)
 
 
+def test_a_claim_with_the_papers_cells_gives_the_effect_ratio_and_delta_ri(tmp_path, metrics, monkeypatch):
+    (tmp_path / "reported.yaml").write_text(
+        "tables: {t1: {columns: [test nDCG@10], rows: {TKL: [0.60], TK: [0.50]}}}\n")
+    monkeypatch.chdir(tmp_path)  # the reported file's path is the working directory's, as the workflow's
+    reported = {"file": "reported.yaml", "table": "t1", "column": "test nDCG@10", "a": "TKL", "b": "TK",
+                "where": "TREC DL 2019 documents"}
+    row = claim_row(claim(a=ref(metrics, "tkl"), b=ref(metrics, "tk"), reported=reported))
+    difference = row["mean A"] - row["mean B"]
+    assert row["paper A vs B"] == "0.6 vs 0.5 (TREC DL 2019 documents)"
+    # ER = study difference / paper difference; ΔRI = 0.1 / 0.5 - difference / mean B
+    assert float(row["ER"]) == pytest.approx(difference / 0.1, abs=0.005)
+    assert float(row["ΔRI"]) == pytest.approx(0.2 - difference / row["mean B"], abs=0.0005)
+    assert "ER" not in claim_row(claim(a=ref(metrics, "tkl"), b=ref(metrics, "tk")))
+    with pytest.raises(StudyError, match="no row 'TK3'"):
+        claim_row(claim(a=ref(metrics, "tkl"), b=ref(metrics, "tk"), reported={**reported, "b": "TK3"}))
+
+
 def seeded_ref(tmp_path, name, values_by_seed):
     """A run trained with several seeds: its table system (the first seed) and each seed's metric file."""
     seeds = {seed: {"path": str(metric_csv(tmp_path / f"{name}.s{seed}.csv", f"{name}.s{seed}", "test", values,
