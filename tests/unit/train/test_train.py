@@ -20,7 +20,7 @@ from rankstudy.models import build_model
 from rankstudy.train import examples as ex
 from rankstudy.train.losses import listwise_softmax_ce, margin_mse_loss, pairwise_margin_loss
 from rankstudy.device import resolve_device
-from rankstudy.train.loop import (BatchOrder, TrainConfig, TrainingInterrupted, batch_pass, make_validator,
+from rankstudy.train.loop import (BatchOrder, TrainConfig, TrainingInterrupted, batch_pass, make_validator, pick_queries,
                                   optimizer_groups, train)
 
 
@@ -436,3 +436,18 @@ def test_validation_on_a_subset_averages_over_the_subset(toy):
                             config(validation_queries=3))
     assert subset(model) == pytest.approx(np.mean([per_query[q] for q in first]))
     assert max(per_query[q] for q in first) > 0  # the check is not 0 == 0
+    # spread: the queries at evenly spaced places of the id order, the first and a later one of five
+    ids = sorted(per_query)
+    spread = make_validator(toy["runs"]["val"], toy["qrels"]["val"], toy["queries"], toy["docs"],
+                            config(validation_queries=2, validation_pick="spread"))
+    assert spread(model) == pytest.approx(np.mean([per_query[ids[0]], per_query[ids[len(ids) // 2]]]))
+
+
+def test_spread_validation_queries_cover_the_whole_id_order():
+    items = [(f"q{i:02d}", None) for i in range(10)]
+    assert [qid for qid, _ in pick_queries(items, 3, "first")] == ["q00", "q01", "q02"]
+    assert [qid for qid, _ in pick_queries(items, 3, "spread")] == ["q00", "q03", "q06"]
+    assert pick_queries(items, 20, "spread") == items
+    with pytest.raises(ValueError, match="validation_pick must be first or spread"):
+        TrainConfig(loss="pairwise", max_steps=1, validate_every=1, patience=1, metric="RR@10", validation_depth=5,
+                    validation_pick="random")
