@@ -211,8 +211,9 @@ def write_scoreboard(table: pd.DataFrame, out_prefix) -> None:
                   f"the paper makes (its sentence in results/claims.csv, quote), or study, the study's own check; "
                   f"direction agrees: A is above B (within the margin) whatever the test says; seeds: where a side "
                   f"was trained with several seeds, in how many of them the claim holds; pooled p / outcome: one "
-                  f"paired test over (seed, query) pairs (docs/claims.md, \"Seeds\"); paper A vs B: the paper's own cells, where "
-                  f"the claim names them (reported), and ER / ΔRI, the size of this pair's effect against the paper's "
+                  f"paired test over (seed, query) pairs (docs/claims.md, \"Seeds\"); paper A vs B: the paper's own "
+                  f"cells, where the claim names them (reported), and ER / ΔRI, the size of this pair's effect against "
+                  f"the paper's "
                   f"(docs/claims.md, \"How large the reproduced effect is\").\n\n{markdown}\n")
 
 

@@ -399,17 +399,18 @@ def test_a_run_evaluated_on_dev_and_test_re_ranks_both_in_one_job():
 
 
 def test_the_rerank_command_reuses_documents_only_where_the_config_says_so():
-    assert StudyPlan.from_config(config_file(REPO / "config" / "config.yaml")).rerank_options("d1") == "--batch-size 64"
+    default = StudyPlan.from_config(config_file(REPO / "config" / "config.yaml"))
+    assert default.rerank_options("d1") == "--batch-size 64"
     plan = StudyPlan.from_config(config_file(REPO / "config" / "config.yaml",
                                              "neural: {rerank: {reuse_documents: true, batch_size: 16}}"))
     assert plan.rerank_options("d1") == "--batch-size 16 --reuse-documents"
     # validation inside training re-ranks the same way; the default study's training settings do not name it
     assert plan.runs["d1"].training["reuse_documents"] is True
-    assert "reuse_documents" not in StudyPlan.from_config(config_file(REPO / "config" / "config.yaml")).runs["d1"].training
+    assert "reuse_documents" not in default.runs["d1"].training
 
 
 def test_a_run_s_query_length_reaches_the_rerank_command():
-    plan = StudyPlan.from_config(config_file(REPO / "config" / "config.yaml",
-                                             "neural: {runs: {d2: {reuse: p1, evaluate: [synthetic-doc], query_length: 500}}}"))
+    runs = "neural: {runs: {d2: {reuse: p1, evaluate: [synthetic-doc], query_length: 500}}}"
+    plan = StudyPlan.from_config(config_file(REPO / "config" / "config.yaml", runs))
     assert plan.rerank_options("d2") == "--batch-size 64 --max-query-length 500"
     assert plan.rerank_options("d1") == "--batch-size 64"

@@ -50,7 +50,8 @@ def system_table(metric_csvs: Sequence[str | os.PathLike], rows: Sequence[Mappin
 
 def _query_counts(metrics: pd.DataFrame, row: Mapping[str, Any], splits: Sequence[str]) -> str:
     """'Queries: test 238, dev 225.': the queries the first row (BM25's candidates) is evaluated on, per split."""
-    own = metrics[(metrics["dataset"] == row["dataset"]) & (metrics["system"] == row["system"]) & (metrics["qid"] != ALL)]
+    own = metrics[(metrics["dataset"] == row["dataset"]) & (metrics["system"] == row["system"])
+                  & (metrics["qid"] != ALL)]
     counts = [f"{split} {own[own['split'] == split]['qid'].nunique():,}" for split in splits]
     return f"Queries: {', '.join(counts)}."
 
