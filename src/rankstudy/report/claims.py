@@ -213,8 +213,7 @@ def write_scoreboard(table: pd.DataFrame, out_prefix) -> None:
                   f"was trained with several seeds, in how many of them the claim holds; pooled p / outcome: one "
                   f"paired test over (seed, query) pairs (docs/claims.md, \"Seeds\"); paper A vs B: the paper's own "
                   f"cells, where the claim names them (reported), and ER / ΔRI, the size of this pair's effect against "
-                  f"the paper's "
-                  f"(docs/claims.md, \"How large the reproduced effect is\").\n\n{markdown}\n")
+                  f"the paper's (docs/claims.md, \"How large the reproduced effect is\").\n\n{markdown}\n")
 
 
 def _test_words(row: pd.Series) -> str:

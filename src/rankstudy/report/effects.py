@@ -17,9 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
 
-import yaml
-
 from rankstudy.errors import StudyError
+from rankstudy.report.reproduction import read_reported
 
 
 @dataclass(frozen=True)
@@ -41,13 +40,6 @@ def effect(original_a: float, original_b: float, reproduced_a: float, reproduced
     return Effect(reproduced / original, original / original_b - reproduced / reproduced_b)
 
 
-def read_yaml(path: Path, what: str) -> Any:
-    try:
-        return yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (OSError, yaml.YAMLError) as error:
-        raise StudyError(f"{path}: cannot read {what}: {error}") from None
-
-
 def reported_numbers(spec: Mapping[str, Any] | None, root: Path) -> tuple[tuple[float, float] | None, str]:
     """The paper's A and B cells of a reported-cells file and their text, e.g. '0.634 vs 0.594 (TREC DL 2019
     documents)' (``spec``: file, table, column, a, b, where; or none: why the paper has no such cells); no pair
@@ -55,7 +47,7 @@ def reported_numbers(spec: Mapping[str, Any] | None, root: Path) -> tuple[tuple[
     if "none" in spec:
         return None, f"— ({spec['none']})"
     path = root / spec["file"]
-    table = (read_yaml(path, "reported cells") or {}).get("tables", {}).get(spec["table"])
+    table = read_reported(path)["tables"].get(spec["table"])
     if not table or spec["column"] not in table["columns"]:
         raise StudyError(f"{path}: no table {spec['table']!r} with column {spec['column']!r}")
     column = table["columns"].index(spec["column"])

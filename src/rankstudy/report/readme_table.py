@@ -19,13 +19,22 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Mapping
 
+import yaml
+
 from rankstudy.atomic import atomic_open
 from rankstudy.errors import StudyError
 from rankstudy.expected import read_expected
-from rankstudy.report.effects import effect_cells, read_yaml, reported_numbers
+from rankstudy.report.effects import effect_cells, reported_numbers
 
 BEGIN = "<!-- headline-claims: begin (python -m rankstudy readme-table writes this table; do not edit) -->"
 END = "<!-- headline-claims: end -->"
+
+
+def _read_yaml(path: Path, what: str) -> Any:
+    try:
+        return yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError) as error:
+        raise StudyError(f"{path}: cannot read {what}: {error}") from None
 
 
 def pinned_claims(path: Path) -> dict[str, dict[str, Any]] | None:
@@ -71,7 +80,7 @@ def effect_columns(paper: tuple[float, float] | None, cells: Mapping[str, Any] |
 
 def headline_table(spec_path: Path, root: Path) -> str:
     """The table's markdown: one line per row and study result."""
-    spec = read_yaml(spec_path, "the headline claims spec")
+    spec = _read_yaml(spec_path, "the headline claims spec")
     try:
         return _table(spec, spec_path, root)
     except (KeyError, TypeError, AttributeError) as error:

@@ -107,9 +107,9 @@ def test_claim_rows_read_metric_csvs_and_report_not_run(metrics):
 
 def test_a_claim_with_the_papers_cells_gives_the_effect_ratio_and_delta_ri(tmp_path, metrics, monkeypatch):
     (tmp_path / "reported.yaml").write_text(
-        "tables: {t1: {columns: [test nDCG@10], rows: {TKL: [0.60], TK: [0.50]}}}\n")
+        "paper: TKL\ntables: {tkl_table1: {columns: [test nDCG@10], rows: {TKL: [0.60], TK: [0.50]}}}\n")
     monkeypatch.chdir(tmp_path)  # the reported file's path is the working directory's, as the workflow's
-    reported = {"file": "reported.yaml", "table": "t1", "column": "test nDCG@10", "a": "TKL", "b": "TK",
+    reported = {"file": "reported.yaml", "table": "tkl_table1", "column": "test nDCG@10", "a": "TKL", "b": "TK",
                 "where": "TREC DL 2019 documents"}
     row = claim_row(claim(a=ref(metrics, "tkl"), b=ref(metrics, "tk"), reported=reported))
     difference = row["mean A"] - row["mean B"]

@@ -20,7 +20,7 @@ def repo(tmp_path):
                   "p": [0.00012], "queries": [100], "outcome": ["holds"], "seeds": ["3 of 3"],
                   "pooled p": [1e-9], "pooled outcome": ["holds"]}).to_csv(claims, index=False)
     update(tmp_path / "pinned.yaml", [claims])
-    (tmp_path / "reported.yaml").write_text(yaml.safe_dump({"tables": {"tkl_table1": {
+    (tmp_path / "reported.yaml").write_text(yaml.safe_dump({"paper": "TKL", "tables": {"tkl_table1": {
         "columns": ["test nDCG@10"], "rows": {"TKL (2,000)": [0.634], "TK (200)": [0.594], "X": [None]}}}}))
     reported = {"file": "reported.yaml", "table": "tkl_table1", "column": "test nDCG@10", "a": "TKL (2,000)",
                 "b": "TK (200)", "where": "TREC DL 2019"}

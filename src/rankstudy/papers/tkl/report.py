@@ -50,9 +50,10 @@ def system_table(metric_csvs: Sequence[str | os.PathLike], rows: Sequence[Mappin
 
 def _query_counts(metrics: pd.DataFrame, row: Mapping[str, Any], splits: Sequence[str]) -> str:
     """'Queries: test 238, dev 225.': the queries the first row (BM25's candidates) is evaluated on, per split."""
-    own = metrics[(metrics["dataset"] == row["dataset"]) & (metrics["system"] == row["system"])
-                  & (metrics["qid"] != ALL)]
-    counts = [f"{split} {own[own['split'] == split]['qid'].nunique():,}" for split in splits]
+    counts = []
+    for split in splits:
+        rows = metric_rows(metrics, row["dataset"], row["system"], split)
+        counts.append(f"{split} {rows.loc[rows['qid'] != ALL, 'qid'].nunique():,}")
     return f"Queries: {', '.join(counts)}."
 
 
