@@ -87,12 +87,22 @@ def _check_expected_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _reproduction(args: argparse.Namespace) -> None:
-    from rankstudy.report.reproduction import claim_directions, reproduction, write_reproduction
+    import pandas as pd
+
+    from rankstudy.report.replicability import seed_agreement
+    from rankstudy.report.reproduction import (EFFECT_COLUMNS, claim_directions, claim_effects, reproduction,
+                                               write_reproduction)
 
     comparable = not args.not_comparable
     table = reproduction(args.reported, args.tables_dir, comparable)
     directions = claim_directions(args.claims) if args.claims else None
-    write_reproduction(table, Path(args.out_prefix), comparable, directions)
+    effects = claim_effects(args.claims) if args.claims else pd.DataFrame(columns=EFFECT_COLUMNS)
+    try:
+        groups = json.loads(args.seeds)
+    except ValueError as error:
+        raise StudyError(f"--seeds: expected a JSON list of seed groups ({error})") from None
+    seeds = seed_agreement(groups)
+    write_reproduction(table, Path(args.out_prefix), comparable, directions, effects, seeds)
     log.info("reproduction: %s", ", ".join(f"{n} {s}" for s, n in table["status"].value_counts().items())
              if comparable else "this config's data is not comparable with the papers'")
 
@@ -101,10 +111,14 @@ def _reproduction(args: argparse.Namespace) -> None:
 def _reproduction_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--reported", nargs="*", default=[], help="reported-cells files (config/paper/reported/*.yaml)")
     p.add_argument("--tables-dir", default="results/tables", help="the run's table folder (results/tables/NAME.csv)")
-    p.add_argument("--claims", help="the claims scoreboard (results/claims.csv): lists the paper claims' directions")
+    p.add_argument("--claims", help="the claims scoreboard (results/claims.csv): lists the paper claims' directions "
+                   "and the effect sizes beside the paper's (PREFIX_effects.csv)")
+    p.add_argument("--seeds", default="[]", help="JSON list of the runs trained with several seeds (StudyPlan.seed_groups): how "
+                   "closely the seeds agree, topic by topic (PREFIX_seeds.csv)")
     p.add_argument("--not-comparable", action="store_true",
                    help="this config's data is not the papers' (the synthetic default): say so, compare nothing")
-    p.add_argument("--out-prefix", required=True, help="writes PREFIX.csv and PREFIX.md")
+    p.add_argument("--out-prefix", required=True,
+                   help="writes PREFIX.csv, PREFIX.md, PREFIX_effects.csv and PREFIX_seeds.csv")
     p.set_defaults(handler=_reproduction)
 
 

@@ -24,7 +24,8 @@ from rankstudy.report.reproduction import read_reported
 @dataclass(frozen=True)
 class Effect:
     """ER and ΔRI of a reproduced pair against the original one; None where undefined: ER without an effect in the
-    original pair, ΔRI with a baseline of 0 (no relative improvement)."""
+    original pair, ΔRI where a baseline is not positive (a relative improvement over 0 or a negative score, such as
+    Choppy's penalised DCG, has no meaning)."""
 
     effect_ratio: float | None
     delta_ri: float | None
@@ -35,7 +36,7 @@ def effect(original_a: float, original_b: float, reproduced_a: float, reproduced
     original, reproduced = original_a - original_b, reproduced_a - reproduced_b
     if original == 0:
         return Effect(None, None)
-    if original_b == 0 or reproduced_b == 0:
+    if original_b <= 0 or reproduced_b <= 0:
         return Effect(reproduced / original, None)
     return Effect(reproduced / original, original / original_b - reproduced / reproduced_b)
 

@@ -34,11 +34,13 @@ import yaml
 from rankstudy.atomic import atomic_open
 from rankstudy.errors import StudyError
 from rankstudy.expected import ROW_KEYS, table_cells
+from rankstudy.report.replicability import seed_agreement_markdown
 from rankstudy.significance import row_letters
 
 COLUMNS = ["paper", "paper table", "table", "row", "column", "reported", "ours", "difference", "our sd", "within sd",
            "margin", "reproduced", "paper sig", "our sig", "sig agrees", "status"]
 DIRECTION_COLUMNS = ["id", "paper", "claim", "outcome", "direction agrees"]
+EFFECT_COLUMNS = ["id", "paper", "claim", "A", "B", "paper A vs B", "ours A vs B", "ER", "ΔRI", "outcome"]
 COMPARED, NOT_REPORTED, NOT_RUN = "compared", "not reported", "not run"
 NOT_COMPARABLE = ("This config does not run the papers' datasets, so its numbers are not comparable with the "
                   "papers' reported values and none are compared. The paper "
@@ -174,16 +176,21 @@ def _cell(paper: str, spec: Mapping[str, Any], table: str, row: str, column: str
             "margin": margin, "reproduced": reproduced, "status": status}
 
 
-def claim_directions(claims_csv) -> pd.DataFrame:
-    """The paper claims of a scoreboard (results/claims.csv), one row per claim: its outcome and whether its
-    direction agrees with the paper's on every comparison ("no" if one disagrees, "" if none was run)."""
+def _scoreboard(claims_csv, needed: set[str]) -> pd.DataFrame:
     try:
         claims = pd.read_csv(claims_csv, keep_default_na=False)
     except (OSError, ValueError) as error:
         raise StudyError(f"{claims_csv}: cannot read the claims scoreboard: {error}") from None
-    missing = {"id", "paper", "source", "claim", "outcome", "direction agrees"} - set(claims.columns)
+    missing = needed - set(claims.columns)
     if missing:
         raise StudyError(f"{claims_csv}: not a claims scoreboard (no column {', '.join(sorted(missing))})")
+    return claims
+
+
+def claim_directions(claims_csv) -> pd.DataFrame:
+    """The paper claims of a scoreboard (results/claims.csv), one row per claim: its outcome and whether its
+    direction agrees with the paper's on every comparison ("no" if one disagrees, "" if none was run)."""
+    claims = _scoreboard(claims_csv, {"id", "paper", "source", "claim", "outcome", "direction agrees"})
     rows = []
     for claim_id, part in claims[claims["source"] == "paper"].groupby("id", sort=False):
         agrees = [value for value in part["direction agrees"] if value]
@@ -194,6 +201,22 @@ def claim_directions(claims_csv) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=DIRECTION_COLUMNS)
 
 
+def claim_effects(claims_csv) -> pd.DataFrame:
+    """The comparisons of a scoreboard that name the paper's own pair (a claim's ``reported``), one row per (claim,
+    B): the paper's A vs B, this run's, the effect ratio ER and ΔRI (rankstudy.report.effects, as the scoreboard
+    computed them) and the outcome (pooled over seeds where the claim pools them)."""
+    claims = _scoreboard(claims_csv, {"id", "paper", "claim", "A", "B", "mean A", "mean B", "outcome",
+                                      "paper A vs B", "ER", "ΔRI"})
+    rows = []
+    for _, row in claims[claims["paper A vs B"] != ""].iterrows():
+        ours = f"{float(row['mean A']):.3f} vs {float(row['mean B']):.3f}" if row["mean A"] != "" else ""
+        pooled = row.get("pooled outcome", "")
+        rows.append({"id": row["id"], "paper": row["paper"], "claim": row["claim"], "A": row["A"], "B": row["B"],
+                     "paper A vs B": row["paper A vs B"], "ours A vs B": ours, "ER": row["ER"], "ΔRI": row["ΔRI"],
+                     "outcome": f"{pooled} (pooled over seeds)" if pooled else row["outcome"]})
+    return pd.DataFrame(rows, columns=EFFECT_COLUMNS)
+
+
 def reproduction(reported_paths: Sequence[str | Path], tables_dir, comparable: bool = True) -> pd.DataFrame:
     if not comparable:
         return pd.DataFrame(columns=COLUMNS)
@@ -202,12 +225,18 @@ def reproduction(reported_paths: Sequence[str | Path], tables_dir, comparable: b
 
 
 def write_reproduction(table: pd.DataFrame, out_prefix, comparable: bool = True,
-                       directions: pd.DataFrame | None = None) -> None:
+                       directions: pd.DataFrame | None = None, effects: pd.DataFrame | None = None,
+                       seeds: pd.DataFrame | None = None) -> None:
     """PREFIX.csv (full precision) and PREFIX.md (a count per status, then a table per paper, then the paper
-    claims' directions when ``directions`` is given), atomically."""
+    claims' directions when ``directions`` is given, the effect sizes when ``effects`` is (also PREFIX_effects.csv),
+    the seeds' agreement when ``seeds`` is (also PREFIX_seeds.csv)), atomically."""
     prefix = Path(out_prefix)
     with atomic_open(prefix.parent / f"{prefix.name}.csv") as out:
         table.to_csv(out, index=False)
+    for suffix, extra in (("effects", effects), ("seeds", seeds)):
+        if extra is not None:
+            with atomic_open(prefix.parent / f"{prefix.name}_{suffix}.csv") as out:
+                extra.to_csv(out, index=False)
     if not comparable:
         text = f"# Reproduction\n\n{NOT_COMPARABLE}\n"
     else:
@@ -227,5 +256,23 @@ def write_reproduction(table: pd.DataFrame, out_prefix, comparable: bool = True,
                  "disagree, the others were not run. \"direction agrees\": A is above B (within the claim's margin) "
                  "on each of its comparisons, whatever the test's p; the outcome adds the test.\n\n"
                  f"{directions.to_markdown(index=False)}\n")
+    if effects is not None:
+        text += effects_markdown(effects)
+    if seeds is not None:
+        text += seed_agreement_markdown(seeds)
     with atomic_open(prefix.parent / f"{prefix.name}.md") as out:
         out.write(text)
+
+
+def effects_markdown(effects: pd.DataFrame) -> str:
+    """The report's section on how large each reproduced effect is beside the paper's."""
+    text = ("\n## How large each effect is beside the paper's\n\nEvery comparison of the scoreboard that names the "
+            "paper's own A and B cells (docs/claims.md, \"How large the reproduced effect is\"): ER = (A - B, ours) / "
+            "(A - B, the paper's), 1 the paper's effect, 0 none, negative the opposite direction; ΔRI = RI(paper) - "
+            "RI(ours) with RI = (A - B) / B, 0 the paper's relative improvement, positive a smaller one. \"—\": "
+            "undefined (no effect in the paper's pair; ΔRI: a baseline not above 0). The measures are made for "
+            "comparing across collections, so the paper's data need not be this run's.\n\n")
+    if effects.empty:
+        return text + ("No claim of this config names the paper's cells (a claim's `reported`; on synthetic data "
+                       "effect sizes do not compare with the paper's, so none does).\n")
+    return text + effects.to_markdown(index=False) + "\n"

@@ -123,6 +123,17 @@ def _where(plan, claim) -> tuple[str, str | None]:
     return where, reason
 
 
+def _reported_b(claim: Mapping[str, Any], count: int) -> list[str]:
+    """The paper's B row for each of the claim's ``count`` B sides: ``reported.b`` is one row for one B, a list of
+    rows (in the order of the claim's b) for several."""
+    b = claim["reported"]["b"]
+    rows = [b] if isinstance(b, str) and count == 1 else b
+    if not isinstance(rows, list) or len(rows) != count or not all(isinstance(row, str) for row in rows):
+        raise _error(claim, f"reported.b: expected one row of the paper's table per B ({count}, in the order of b), "
+                            f"got {b!r}")
+    return rows
+
+
 def resolve_claims(plan) -> list[dict[str, Any]]:
     """One row per (claim, B): what rankstudy claims evaluates; ``not_run`` says why a row cannot be."""
     rows, seen = [], set()
@@ -132,19 +143,22 @@ def resolve_claims(plan) -> list[dict[str, Any]]:
         seen.add(claim["id"])
         if (claim["direction"] == "not_worse") != ("margin" in claim):
             raise _error(claim, "a margin goes with direction not_worse, and only with it")
-        if "reported" in claim and isinstance(claim["b"], list):
-            raise _error(claim, "the paper's reported cells are one pair: a claim with them has one B")
-        if "reported" in claim and plan.datasets.get(claim.get("dataset"), {}).get("source") == "synthetic":
+        b_refs = claim["b"] if isinstance(claim["b"], list) else [claim["b"]]
+        reported_b = _reported_b(claim, len(b_refs)) if "reported" in claim else None
+        dataset = claim.get("dataset") or plan.choppy.section["runs"].get(claim.get("choppy"), {}).get("dataset")
+        if "reported" in claim and plan.datasets.get(dataset, {}).get("source") == "synthetic":
             raise _error(claim, "on synthetic data an effect's size does not compare with the paper's: no reported "
                                 "cells")
         where, reason = _where(plan, claim)
         a, reason_a = _ref(plan, claim, claim["a"])
         if "value" in a:
             raise _error(claim, "a is a system; only b may be a fixed value")
-        for b_ref in claim["b"] if isinstance(claim["b"], list) else [claim["b"]]:
+        for i, b_ref in enumerate(b_refs):
             b, reason_b = _ref(plan, claim, b_ref)
             row = {key: claim[key] for key in ("id", "paper", "source", "quote", "statement", "measure", "direction",
-                                               "test", "alpha", "margin", "reported") if key in claim}
+                                               "test", "alpha", "margin") if key in claim}
+            if reported_b:
+                row["reported"] = {**claim["reported"], "b": reported_b[i]}
             row.update(on=where, a=a, b=b, not_run="; ".join(r for r in (reason, reason_a, reason_b) if r) or None)
             if "subset" in claim:
                 dataset, split = claim["dataset"], claim["split"]

@@ -304,6 +304,21 @@ class StudyPlan:
                                 if word_vectors else None})
         return entries
 
+    def seed_groups(self) -> list[dict[str, Any]]:
+        """The trained runs with several seeds, per dataset they are tested on (the learning audit's runs): their
+        seeds' test run and metric files, the first seed first (the replicability measures across seeds,
+        report/replicability.py)."""
+        groups: dict[tuple[str, str], dict[str, Any]] = {}
+        for entry in self.learning_audit():
+            group = groups.setdefault((entry["run"], entry["dataset"]), {
+                "run": entry["run"], "dataset": entry["dataset"], "split": "test", "seeds": []})
+            group["seeds"].append({"seed": entry["seed"], "run": f"runs/{entry['dataset']}/{entry['system']}.test.run",
+                                   "metrics": entry["metrics"]})
+        return [group for group in groups.values() if len(group["seeds"]) > 1]
+
+    def seed_group_inputs(self) -> list[str]:
+        return sorted({seed[key] for group in self.seed_groups() for seed in group["seeds"] for key in ("run", "metrics")})
+
     def learning_audit_inputs(self) -> list[str]:
         """Every file the learning audit reads."""
         keys = ("log", "metrics", "first_stage_metrics", "qrels", "truth")

@@ -122,14 +122,20 @@ def test_significance_superscripts_name_rows_in_the_papers_and_in_our_lettering(
         ["none", "none", "yes"]
 
 
+def scoreboard_rows(*rows):
+    """Scoreboard rows with the columns the report reads (no paper pair unless given)."""
+    return pd.DataFrame([{"A": "A", "B": "B", "mean A": "", "mean B": "", "paper A vs B": "", "ER": "", "ΔRI": "",
+                          "pooled outcome": "", **row} for row in rows])
+
+
 def test_the_paper_claims_directions_come_from_the_scoreboard(tmp_path):
     scoreboard = tmp_path / "claims.csv"
-    pd.DataFrame([
+    scoreboard_rows(
         {"id": "a", "paper": "TK", "source": "paper", "claim": "A beats B and C", "outcome": "holds", "direction agrees": "yes"},
         {"id": "a", "paper": "TK", "source": "paper", "claim": "A beats B and C", "outcome": "fails", "direction agrees": "no"},
         {"id": "b", "paper": "TKL", "source": "paper", "claim": "D beats E", "outcome": "not run", "direction agrees": ""},
         {"id": "c", "paper": "TK", "source": "study", "claim": "own check", "outcome": "holds", "direction agrees": "yes"},
-    ]).to_csv(scoreboard, index=False)
+    ).to_csv(scoreboard, index=False)
     directions = claim_directions(scoreboard)
     assert directions.to_dict("records") == [
         {"id": "a", "paper": "TK", "claim": "A beats B and C", "outcome": "holds, fails", "direction agrees": "no"},
@@ -141,6 +147,30 @@ def test_the_paper_claims_directions_come_from_the_scoreboard(tmp_path):
     pd.DataFrame({"id": ["x"]}).to_csv(scoreboard, index=False)
     with pytest.raises(StudyError, match="not a claims scoreboard"):
         claim_directions(scoreboard)
+
+
+def test_every_comparison_with_the_papers_pair_shows_its_effect_ratio_and_delta_ri(tmp_path):
+    """The effect sizes are the scoreboard's (computed there from the claim's reported cells); the report lists the
+    comparisons that have them, with the outcome the claim is decided by."""
+    scoreboard = tmp_path / "claims.csv"
+    scoreboard_rows(
+        {"id": "tk-knrm", "paper": "TK", "source": "study", "claim": "TK beats KNRM", "A": "TK", "B": "KNRM",
+         "mean A": 0.529, "mean B": 0.340, "paper A vs B": "0.594 vs 0.496 (TREC DL 2019)", "ER": "1.93",
+         "ΔRI": "-0.359", "outcome": "holds", "pooled outcome": "holds", "direction agrees": "yes"},
+        {"id": "tk-bm25", "paper": "TK", "source": "paper", "claim": "TK beats BM25", "outcome": "holds",
+         "direction agrees": "yes"},
+    ).to_csv(scoreboard, index=False)
+    prefix = tmp_path / "reproduction"
+    assert main(["reproduction", "--reported", "--claims", str(scoreboard), "--out-prefix", str(prefix)]) == 0
+    effects = pd.read_csv(tmp_path / "reproduction_effects.csv", keep_default_na=False)
+    assert effects.to_dict("records") == [
+        {"id": "tk-knrm", "paper": "TK", "claim": "TK beats KNRM", "A": "TK", "B": "KNRM",
+         "paper A vs B": "0.594 vs 0.496 (TREC DL 2019)", "ours A vs B": "0.529 vs 0.340", "ER": 1.93, "ΔRI": -0.359,
+         "outcome": "holds (pooled over seeds)"}]
+    markdown = (tmp_path / "reproduction.md").read_text()
+    assert "## How large each effect is beside the paper's" in markdown and "| 1.93 | -0.359 |" in markdown
+    assert "No run of this config is trained with several seeds." in markdown  # no --seeds
+    assert pd.read_csv(tmp_path / "reproduction_seeds.csv").empty
 
 
 def test_the_papers_reported_files_are_valid():

@@ -219,6 +219,13 @@ def test_claims_on_data_the_config_does_not_run_are_reported_not_run():
     assert not any(path.startswith("results/metrics/synthetic-doc/") for path in plan.claim_inputs())
 
 
+def test_a_claim_with_several_b_names_the_papers_row_of_each():
+    plan = StudyPlan.from_config(config_file(REPO / "config" / "choppy-robust04.yaml"))
+    rows = [row for row in plan.claims if row["id"] == "choppy-f1-drmm"]
+    assert [(row["b"]["label"], row["reported"]["a"], row["reported"]["b"]) for row in rows] == \
+        [("Greedy-k (drmm)", "drmm | Choppy", "drmm | Greedy-k"), ("BiCut (drmm)", "drmm | Choppy", "drmm | BiCut")]
+
+
 def claim(**keys):
     """A config with one claim, its keys changed or added by the test."""
     entry = {"id": "x", "paper": "TKL", "source": "paper", "statement": "s", "dataset": "synthetic-doc",
@@ -260,7 +267,10 @@ def claim(**keys):
      "claim 'x': on synthetic data an effect's size does not compare with the paper's"),
     (claim(reported="{file: f.yaml, table: t, column: c, a: A, b: B, where: w}", dataset="cranfield",
            b="[{system: bm25}, {system: ql}]", a="{system: bm25}"),
-     "claim 'x': the paper's reported cells are one pair: a claim with them has one B"),
+     "claim 'x': reported.b: expected one row of the paper's table per B (2, in the order of b), got 'B'"),
+    (claim(reported="{file: f.yaml, table: t, column: c, a: A, b: [B1, B2], where: w}", choppy="bm25", dataset=None,
+           a="{method: Choppy}", b="[{method: Greedy-k}, {method: BiCut}]", measure="f1"),
+     "claim 'x': on synthetic data an effect's size does not compare with the paper's"),
     (claim(measure="MAP@7"), "claim 'x': measure 'MAP@7' is not in evaluation.measures"),
     (claim(split="dev", a="{run: sf-random}"), "claim 'x': run 'sf-random' is evaluated on test, not 'dev'"),
     (claim(b="{value: 0.5}", a="{value: 0.1}"), "claim 'x': a is a system; only b may be a fixed value"),
