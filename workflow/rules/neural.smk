@@ -89,7 +89,8 @@ rule examples:
         depth=PLAN.examples["negatives_depth"],
         threshold=lambda wc: PLAN.train_min_grade(wc.dataset),
         negatives=PLAN.examples["group_negatives"],
-        judged="--judged-negatives" if PLAN.examples.get("judged_negatives") else "",
+        options=("--judged-negatives " if PLAN.examples.get("judged_negatives") else "")
+        + f"--negatives-from {PLAN.examples['negatives_from']}",
         seed=PLAN.seed,
     wildcard_constraints: kind="triples|groups"
     resources: mem_mb=2000, runtime=30
@@ -97,7 +98,7 @@ rule examples:
     shell:
         "python -m rankstudy examples --qrels {input.qrels} --candidates {input.candidates} --out {output}"
         " --kind {wildcards.kind} --rel-threshold {params.threshold} --negatives-depth {params.depth}"
-        " --per-query {params.per_query} --negatives {params.negatives} {params.judged} --seed {params.seed} 2> {log}"
+        " --per-query {params.per_query} --negatives {params.negatives} {params.options} --seed {params.seed} 2> {log}"
 
 
 # Margin-MSE teachers (rankstudy.train.teachers): each encoder's vectors of the collection and queries, once;

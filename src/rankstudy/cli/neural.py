@@ -96,7 +96,7 @@ def _examples(args: argparse.Namespace) -> None:
 
     qrels, run = read_qrels(args.qrels), read_run(args.candidates)
     common = dict(rel_threshold=args.rel_threshold, negatives_depth=args.negatives_depth,
-                  per_query=args.per_query, seed=args.seed)
+                  per_query=args.per_query, seed=args.seed, negatives_from=args.negatives_from)
     if args.kind == "triples":
         made = examples.make_triples(qrels, run, judged_negatives=args.judged_negatives, **common)
     else:
@@ -117,6 +117,9 @@ def _examples_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--negatives-depth", type=int, required=True, help="negatives come from this many top candidates")
     p.add_argument("--per-query", type=int, required=True, help="examples per query")
     p.add_argument("--negatives", type=int, default=1, help="negatives per group (groups only)")
+    p.add_argument("--negatives-from", choices=["candidates", "training_documents"], default="candidates",
+                   help="training_documents: only candidates that some training query judges relevant (a collection "
+                   "split by document: the held-out queries' documents are never negatives)")
     p.add_argument("--judged-negatives", action="store_true",
                    help="triples only: each document judged 0 (a given negative) makes one triple first")
     p.add_argument("--seed", type=int, required=True)

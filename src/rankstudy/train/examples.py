@@ -6,6 +6,11 @@
 * ``judged_negatives`` (triples only): a query's documents judged 0 (given negatives, e.g. MS MARCO's official
   triples' negative: ``rankstudy.datasets.local``) each make one triple first, with a drawn positive; the rest
   of its ``per_query`` triples are drawn as above, from the candidates and the judged negatives together.
+* ``negatives_from``: ``candidates`` (all of them, as above) or ``training_documents``: only the candidates that
+  some training query judges relevant. In a collection split by document (QMSum's meetings, ScisummNet's cited
+  papers: a held-out query's relevant document is never a training query's) the held-out queries' documents
+  otherwise enter training as negatives only (29 % of QMSum's BM25 training negatives), and a model that learns
+  documents learns to rank exactly the held-out positives last.
 * Queries are visited in qid order, each with its own draws from one
   ``numpy.random.default_rng(seed)``; queries without a positive or a negative are skipped.
 
@@ -36,16 +41,24 @@ ScoredTriple = tuple[str, str, str, float, float]  # a triple and its teacher's 
 _ID = re.compile(r"^[^\s,]+$")
 
 
-def _pools(qrels: Qrels, run: Run, rel_threshold: int, negatives_depth: int):
+NEGATIVES_FROM = ("candidates", "training_documents")
+
+
+def _pools(qrels: Qrels, run: Run, rel_threshold: int, negatives_depth: int, negatives_from: str = "candidates"):
     """Yield ``(qid, positives, negatives)`` for usable queries; log the skipped ones."""
     if rel_threshold < 1 or negatives_depth < 1:
         raise StudyError("rel_threshold and negatives_depth must be at least 1")
+    if negatives_from not in NEGATIVES_FROM:
+        raise StudyError(f"negatives_from must be one of {', '.join(NEGATIVES_FROM)}, not {negatives_from!r}")
+    # the documents a training query judges relevant: the only negatives allowed with training_documents
+    allowed = {d for judged in qrels.values() for d, grade in judged.items() if grade >= rel_threshold} \
+        if negatives_from == "training_documents" else None
     no_positive = no_negative = 0
     for qid in sorted(qrels):
         judged = qrels[qid]
         positives = sorted(d for d, grade in judged.items() if grade >= rel_threshold)
         ranking = sorted(run.get(qid, []), key=lambda item: -item[1])[:negatives_depth]
-        negatives = [d for d, _ in ranking if judged.get(d, 0) < rel_threshold]
+        negatives = [d for d, _ in ranking if judged.get(d, 0) < rel_threshold and (allowed is None or d in allowed)]
         if not positives:
             no_positive += 1
         elif not negatives:
@@ -58,7 +71,8 @@ def _pools(qrels: Qrels, run: Run, rel_threshold: int, negatives_depth: int):
 
 
 def make_triples(qrels: Qrels, candidates_run: Run, rel_threshold: int, negatives_depth: int,
-                 per_query: int, seed: int, judged_negatives: bool = False) -> list[Triple]:
+                 per_query: int, seed: int, judged_negatives: bool = False,
+                 negatives_from: str = "candidates") -> list[Triple]:
     """``per_query`` (qid, positive, negative) triples per query.
 
     Pairs are drawn from positives x negatives without replacement while there are enough
@@ -69,7 +83,7 @@ def make_triples(qrels: Qrels, candidates_run: Run, rel_threshold: int, negative
     rng = np.random.default_rng(seed)
     triples: list[Triple] = []
     given_count = 0
-    for qid, positives, negatives in _pools(qrels, candidates_run, rel_threshold, negatives_depth):
+    for qid, positives, negatives in _pools(qrels, candidates_run, rel_threshold, negatives_depth, negatives_from):
         given = sorted(d for d, grade in qrels[qid].items() if grade == 0)[:per_query] if judged_negatives else []
         for negative in given:
             triples.append((qid, positives[int(rng.integers(len(positives)))], negative))
@@ -84,7 +98,7 @@ def make_triples(qrels: Qrels, candidates_run: Run, rel_threshold: int, negative
 
 
 def make_groups(qrels: Qrels, candidates_run: Run, rel_threshold: int, negatives_depth: int,
-                per_query: int, negatives: int, seed: int) -> list[Group]:
+                per_query: int, negatives: int, seed: int, negatives_from: str = "candidates") -> list[Group]:
     """``per_query`` groups (qid, positive, ``negatives`` negatives) per query.
 
     A group's negatives are distinct when the query has at least ``negatives`` of them.
@@ -93,7 +107,7 @@ def make_groups(qrels: Qrels, candidates_run: Run, rel_threshold: int, negatives
         raise StudyError(f"per_query and negatives must be at least 1, got {per_query} and {negatives}")
     rng = np.random.default_rng(seed)
     groups: list[Group] = []
-    for qid, positives, pool in _pools(qrels, candidates_run, rel_threshold, negatives_depth):
+    for qid, positives, pool in _pools(qrels, candidates_run, rel_threshold, negatives_depth, negatives_from):
         for _ in range(per_query):
             positive = positives[int(rng.integers(len(positives)))]
             chosen = rng.choice(len(pool), size=negatives, replace=negatives > len(pool))

@@ -70,6 +70,21 @@ def test_judged_negatives_each_make_a_triple_first():
                                                                                                    seed=0)
 
 
+def test_negatives_from_training_documents_keeps_the_held_out_queries_documents_out():
+    """A collection split by document: q1's relevant documents are a and b, q2's is x; y (a held-out query's, say)
+    is judged by no training query and is never a negative, so no model learns to rank it last."""
+    qrels = {"q1": {"a": 1, "b": 1}, "q2": {"x": 1}}
+    run = {"q1": [("y", 9.0), ("x", 8.0), ("a", 7.0), ("b", 6.0)], "q2": [("y", 9.0), ("a", 8.0), ("x", 7.0)]}
+    every = ex.make_triples(qrels, run, 1, 10, per_query=20, seed=0)
+    assert {n for _, _, n in every} == {"x", "y", "a"}
+    kept = ex.make_triples(qrels, run, 1, 10, per_query=20, seed=0, negatives_from="training_documents")
+    assert {(q, n) for q, _, n in kept} == {("q1", "x"), ("q2", "a")}
+    groups = ex.make_groups(qrels, run, 1, 10, per_query=3, negatives=2, seed=0, negatives_from="training_documents")
+    assert all("y" not in negatives for _, _, negatives in groups)
+    with pytest.raises(StudyError, match="negatives_from must be one of candidates, training_documents"):
+        ex.make_triples(qrels, run, 1, 10, 2, seed=0, negatives_from="judged")
+
+
 def test_a_query_subset_is_nested_and_seed_free():
     examples = [(f"q{i}", "p", "n") for i in range(20) for _ in range(2)]
     small, large = ex.query_subset(examples, 5), ex.query_subset(examples, 12)
