@@ -17,9 +17,11 @@ Three sources:
 - ``encoder_table``: a pre-trained encoder's input embedding table (``encoder``, e.g. ``minilm``): each term's
   vector is the mean of its word pieces' rows (the encoder's own tokenizer), so word-level models read vectors
   learnt from the encoder's pre-training text instead of the collection's; ``dim`` must be the encoder's hidden size.
-  ``norm`` rescales the rows to that mean norm: BERT's input rows are small (mean norm about 1 for MiniLM) beside
-  the sinusoid positions TK adds to its word vectors (norm sqrt(dim / 2)), and TK did not learn from them unscaled
-  (docs/msmarco.md).
+
+``norm`` (any method) rescales all rows by one factor to that mean norm: BERT's input rows are small (mean norm
+about 1 for MiniLM) beside the sinusoid positions TK adds to its word vectors (norm sqrt(dim / 2)), and TK did not
+learn from them unscaled (docs/msmarco.md); word2vec's are small as well (median 1.7 at dim 64 on QMSum, beside
+positions of norm 5.7).
 """
 
 from __future__ import annotations
@@ -59,7 +61,7 @@ class EmbeddingConfig:
     min_count: int = 1  # gensim's own cut-off, applied on top of the vocabulary's
     bucket: int = 2_000_000  # FastText hash buckets for character n-grams (gensim's default)
     encoder: str | None = None  # encoder_table only: the pre-trained encoder (minilm or a directory)
-    norm: float | None = None  # encoder_table only: rescale the rows to this mean norm (None: as they are)
+    norm: float | None = None  # rescale the rows to this mean norm (None: as they are)
 
     def __post_init__(self) -> None:
         if self.method not in METHODS:
@@ -71,8 +73,8 @@ class EmbeddingConfig:
             raise ValueError("path (a GloVe text file) is required for method 'glove' and only for it")
         if (self.method == "encoder_table") != (self.encoder is not None):
             raise ValueError("encoder is required for method 'encoder_table' and only for it")
-        if self.norm is not None and (self.method != "encoder_table" or not self.norm > 0):
-            raise ValueError("norm is a positive number, for method 'encoder_table' only")
+        if self.norm is not None and not self.norm > 0:
+            raise ValueError(f"norm must be a positive number, got {self.norm!r}")
 
 
 def stable_hash(text: str) -> int:
@@ -163,9 +165,8 @@ def load_glove(path: str | os.PathLike, vocab: Vocabulary, dim: int, seed: int) 
     return out
 
 
-def encoder_table(encoder: str, vocab: Vocabulary, dim: int, norm: float | None = None) -> np.ndarray:
-    """Each term's vector: the mean of its word pieces' rows in the encoder's input embedding table (``norm``: all
-    rows scaled by one factor to that mean norm)."""
+def encoder_table(encoder: str, vocab: Vocabulary, dim: int) -> np.ndarray:
+    """Each term's vector: the mean of its word pieces' rows in the encoder's input embedding table."""
     import torch
 
     from rankstudy.nn.pretrained import load_encoder, load_tokenizer
@@ -183,12 +184,15 @@ def encoder_table(encoder: str, vocab: Vocabulary, dim: int, norm: float | None 
     empty = sum(not ids for ids in pieces)
     log.info("%s's input embeddings: %d terms from their word pieces, %d without any left at zero", encoder,
              len(pieces) - empty, empty)
-    if norm is not None:
-        norms = np.linalg.norm(out[2:], axis=1)
-        scale = norm / norms[norms > 0].mean()
-        out *= np.float32(scale)
-        log.info("rows scaled by %.2f to a mean norm of %g", scale, norm)
     return out
+
+
+def scaled_to_norm(vectors: np.ndarray, norm: float) -> np.ndarray:
+    """All rows scaled by one factor so that the non-zero rows' mean norm is ``norm``."""
+    norms = np.linalg.norm(vectors[2:], axis=1)
+    scale = norm / norms[norms > 0].mean()
+    log.info("rows scaled by %.2f to a mean norm of %g", scale, norm)
+    return vectors * np.float32(scale)
 
 
 def _is_number(text: str) -> bool:
@@ -201,16 +205,19 @@ def _is_number(text: str) -> bool:
 
 def build_embeddings(config: EmbeddingConfig, vocab: Vocabulary, seed: int,
                      store: TokenStore | Sequence[TokenStore] | None = None) -> np.ndarray:
-    """The embeddings ``config`` asks for (``store``, one or several, is needed by word2vec and fasttext)."""
+    """The embeddings ``config`` asks for (``store``, one or several, is needed by word2vec and fasttext), scaled to
+    its ``norm`` where it gives one."""
     if config.method == "glove":
-        return load_glove(config.path, vocab, config.dim, seed)
-    if config.method == "encoder_table":
-        return encoder_table(config.encoder, vocab, config.dim, config.norm)
-    stores = [store] if isinstance(store, TokenStore) else list(store or [])
-    if not stores:
-        raise StudyError(f"embeddings: method {config.method!r} needs a token store to train on")
-    return train_embeddings(stores, vocab, config.method, config.dim, config.epochs, config.window, seed,
-                            min_count=config.min_count, sg=config.sg, bucket=config.bucket)
+        vectors = load_glove(config.path, vocab, config.dim, seed)
+    elif config.method == "encoder_table":
+        vectors = encoder_table(config.encoder, vocab, config.dim)
+    else:
+        stores = [store] if isinstance(store, TokenStore) else list(store or [])
+        if not stores:
+            raise StudyError(f"embeddings: method {config.method!r} needs a token store to train on")
+        vectors = train_embeddings(stores, vocab, config.method, config.dim, config.epochs, config.window, seed,
+                                   min_count=config.min_count, sg=config.sg, bucket=config.bucket)
+    return vectors if config.norm is None else scaled_to_norm(vectors, config.norm)
 
 
 def save_embeddings(path: str | os.PathLike, array: np.ndarray) -> None:

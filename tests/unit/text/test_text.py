@@ -285,7 +285,7 @@ def test_an_encoders_input_table_gives_each_word_the_mean_of_its_pieces():
         ids = tokenizer(word, add_special_tokens=False)["input_ids"]
         assert np.allclose(vectors[row], table[ids].mean(axis=0), atol=1e-6)
     assert len(tokenizer("photosynthesis", add_special_tokens=False)["input_ids"]) > 1  # a word of several pieces
-    scaled = encoder_table("minilm", vocab, dim=384, norm=10.0)
+    scaled = build_embeddings(EmbeddingConfig(method="encoder_table", encoder="minilm", dim=384, norm=10.0), vocab, 0)
     assert np.linalg.norm(scaled[2:], axis=1).mean() == pytest.approx(10.0, rel=1e-5)
     assert np.allclose(scaled[2] / np.linalg.norm(scaled[2]), vectors[2] / np.linalg.norm(vectors[2]), atol=1e-6)
     with pytest.raises(StudyError, match="384-d input embeddings; set dim to it"):
@@ -305,8 +305,8 @@ def test_embedding_files_and_config(tmp_path):
     assert EmbeddingConfig().method == "word2vec"
     assert from_dict(EmbeddingConfig, {"method": "glove", "path": "g.txt", "dim": 300}).dim == 300
     for bad in ({"method": "bert"}, {"dim": 0}, {"sg": 2}, {"method": "glove"}, {"path": "g.txt"}, {"dims": 5},
-                {"method": "encoder_table"}, {"encoder": "minilm"}, {"norm": 2.0},
-                {"method": "encoder_table", "encoder": "minilm", "norm": 0}):
+                {"method": "encoder_table"}, {"encoder": "minilm"}, {"norm": 0},
+                {"method": "encoder_table", "encoder": "minilm", "norm": -1.0}):
         with pytest.raises(ConfigError):
             from_dict(EmbeddingConfig, bad)
 
