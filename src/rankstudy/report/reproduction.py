@@ -273,6 +273,5 @@ def effects_markdown(effects: pd.DataFrame) -> str:
             "undefined (no effect in the paper's pair; ΔRI: a baseline not above 0). The measures are made for "
             "comparing across collections, so the paper's data need not be this run's.\n\n")
     if effects.empty:
-        return text + ("No claim of this config names the paper's cells (a claim's `reported`; on synthetic data "
-                       "effect sizes do not compare with the paper's, so none does).\n")
+        return text + "No claim of this config names the paper's cells (a claim's `reported`).\n"
     return text + effects.to_markdown(index=False) + "\n"
