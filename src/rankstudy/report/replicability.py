@@ -65,7 +65,8 @@ def seed_agreement(groups: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
             other = {qid: run[qid] for qid in topics}
             row = {"run": group["run"], "dataset": group["dataset"], "split": group["split"],
                    "original seed": original_seed, "other seed": seed, "queries": len(topics),
-                   "KTU": KTU(first, other), "RBO": RBO(first, other, p=RBO_P, depth=RBO_DEPTH, pbar=False, per_topic=False)}
+                   "KTU": KTU(first, other),
+                   "RBO": RBO(first, other, p=RBO_P, depth=RBO_DEPTH, pbar=False, per_topic=False)}
             errors = RMSE({qid: original_scores[qid] for qid in judged}, {qid: scores[qid] for qid in judged})
             row.update({f"RMSE {measure}": value for measure, value in errors.items()})
             rows.append(row)

@@ -317,7 +317,8 @@ class StudyPlan:
         return [group for group in groups.values() if len(group["seeds"]) > 1]
 
     def seed_group_inputs(self) -> list[str]:
-        return sorted({seed[key] for group in self.seed_groups() for seed in group["seeds"] for key in ("run", "metrics")})
+        return sorted({seed[key] for group in self.seed_groups() for seed in group["seeds"]
+                       for key in ("run", "metrics")})
 
     def learning_audit_inputs(self) -> list[str]:
         """Every file the learning audit reads."""
