@@ -113,8 +113,8 @@ def _reproduction_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--tables-dir", default="results/tables", help="the run's table folder (results/tables/NAME.csv)")
     p.add_argument("--claims", help="the claims scoreboard (results/claims.csv): lists the paper claims' directions "
                    "and the effect sizes beside the paper's (PREFIX_effects.csv)")
-    p.add_argument("--seeds", default="[]", help="JSON list of the runs trained with several seeds (StudyPlan.seed_groups): how "
-                   "closely the seeds agree, topic by topic (PREFIX_seeds.csv)")
+    p.add_argument("--seeds", default="[]", help="JSON list of the runs trained with several seeds "
+                   "(StudyPlan.seed_groups): how closely the seeds agree, topic by topic (PREFIX_seeds.csv)")
     p.add_argument("--not-comparable", action="store_true",
                    help="this config's data is not the papers' (the synthetic default): say so, compare nothing")
     p.add_argument("--out-prefix", required=True,

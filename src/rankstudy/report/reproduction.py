@@ -224,19 +224,15 @@ def reproduction(reported_paths: Sequence[str | Path], tables_dir, comparable: b
     return pd.DataFrame(rows, columns=COLUMNS)
 
 
-def write_reproduction(table: pd.DataFrame, out_prefix, comparable: bool = True,
-                       directions: pd.DataFrame | None = None, effects: pd.DataFrame | None = None,
-                       seeds: pd.DataFrame | None = None) -> None:
+def write_reproduction(table: pd.DataFrame, out_prefix, comparable: bool, directions: pd.DataFrame | None,
+                       effects: pd.DataFrame, seeds: pd.DataFrame) -> None:
     """PREFIX.csv (full precision) and PREFIX.md (a count per status, then a table per paper, then the paper
-    claims' directions when ``directions`` is given, the effect sizes when ``effects`` is (also PREFIX_effects.csv),
-    the seeds' agreement when ``seeds`` is (also PREFIX_seeds.csv)), atomically."""
+    claims' directions when ``directions`` is given, then the effect sizes, also PREFIX_effects.csv, and the seeds'
+    agreement, also PREFIX_seeds.csv), atomically."""
     prefix = Path(out_prefix)
-    with atomic_open(prefix.parent / f"{prefix.name}.csv") as out:
-        table.to_csv(out, index=False)
-    for suffix, extra in (("effects", effects), ("seeds", seeds)):
-        if extra is not None:
-            with atomic_open(prefix.parent / f"{prefix.name}_{suffix}.csv") as out:
-                extra.to_csv(out, index=False)
+    for name, frame in ((prefix.name, table), (f"{prefix.name}_effects", effects), (f"{prefix.name}_seeds", seeds)):
+        with atomic_open(prefix.parent / f"{name}.csv") as out:
+            frame.to_csv(out, index=False)
     if not comparable:
         text = f"# Reproduction\n\n{NOT_COMPARABLE}\n"
     else:
@@ -256,10 +252,7 @@ def write_reproduction(table: pd.DataFrame, out_prefix, comparable: bool = True,
                  "disagree, the others were not run. \"direction agrees\": A is above B (within the claim's margin) "
                  "on each of its comparisons, whatever the test's p; the outcome adds the test.\n\n"
                  f"{directions.to_markdown(index=False)}\n")
-    if effects is not None:
-        text += effects_markdown(effects)
-    if seeds is not None:
-        text += seed_agreement_markdown(seeds)
+    text += effects_markdown(effects) + seed_agreement_markdown(seeds)
     with atomic_open(prefix.parent / f"{prefix.name}.md") as out:
         out.write(text)
 
